@@ -1,0 +1,17 @@
+"""Options shared by the analyzers (frozen, so results are a pure function of trace + options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Knobs of the analyses; defaults are HTA 0.6-compatible with exact times."""
+
+    all_events: bool = False
+    """Analyse every event instead of HTA's ProfilerStep window (metrics.md §2)."""
+    hta_version: str = "0.6"
+    """Kernel-classification rule set: ``"0.6"`` (default) or ``"0.5"`` (metrics.md §3)."""
+    consecutive_kernel_delay_ns: int = 30_000
+    """Idle gaps shorter than this are ``kernel_wait`` (metrics.md §8)."""

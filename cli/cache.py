@@ -1,0 +1,9 @@
+"""`gpuscope` subcommands of this module (not built yet)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to *app* (none yet)."""

@@ -1,0 +1,89 @@
+"""Open whatever the user points at (files, directories) and return one Trace per rank.
+
+Dispatch is by content where cheap (SQLite magic bytes) and by suffix otherwise:
+
+* ``*.json``, ``*.json.gz``, ``*.gz`` and directories of them → Kineto reader
+  (:mod:`collectors.kineto`), ranks from ``distributedInfo``/file names;
+* ``*.sqlite`` / ``*.db`` / any SQLite file → Nsight Systems reader (:mod:`collectors.nsys`);
+* ``*.nsys-rep`` → exported to SQLite with ``nsys`` when it is on PATH (:mod:`collectors.nsys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from collectors.errors import InputError
+from collectors.model import Trace
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+ProgressFn = Callable[[int, int, str], None]
+"""``progress(done, total, label)``: called as inputs are read."""
+
+
+def is_sqlite(path: Path) -> bool:
+    """True when the file starts with SQLite's 16-byte header."""
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def expand_inputs(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], list[Path]]:
+    """Split inputs into (kineto files, nsys sqlite files, nsys-rep files); directories expand.
+
+    Raises:
+        InputError: a path does not exist, or a directory holds no trace.
+    """
+    kineto: list[Path] = []
+    sqlite: list[Path] = []
+    reps: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError("no such file or directory", path=p)
+        if p.is_dir():
+            found = sorted(
+                q
+                for q in p.rglob("*")
+                if q.is_file() and (q.name.endswith((".json", ".json.gz", ".sqlite", ".nsys-rep")))
+            )
+            if not found:
+                raise InputError(
+                    "directory holds no trace (*.json, *.json.gz, *.sqlite, *.nsys-rep)", path=p
+                )
+            reps_here = [q for q in found if q.name.endswith(".nsys-rep")]
+            sqlite_here = [q for q in found if q.name.endswith(".sqlite")]
+            # an exported report next to its .nsys-rep is read once, from the SQLite file
+            done = {q.name[: -len(".sqlite")] for q in sqlite_here}
+            reps += [q for q in reps_here if q.name[: -len(".nsys-rep")] not in done]
+            sqlite += sqlite_here
+            kineto += [q for q in found if q.name.endswith((".json", ".json.gz"))]
+        elif p.name.endswith(".nsys-rep"):
+            reps.append(p)
+        elif p.suffix in (".sqlite", ".db") or is_sqlite(p):
+            sqlite.append(p)
+        else:
+            kineto.append(p)
+    return kineto, sqlite, reps
+
+
+def load_traces(paths: Sequence[str | Path], *, progress: ProgressFn | None = None) -> list[Trace]:
+    """Read every input into Traces, sorted by rank.
+
+    Raises:
+        InputError: a missing, unreadable or corrupt input (the message names the file).
+    """
+    kineto, sqlite, reps = expand_inputs(paths)
+    traces: list[Trace] = []
+    if kineto:
+        from collectors.kineto import read_kineto_files
+
+        traces += read_kineto_files(kineto, progress=progress)
+    if sqlite or reps:
+        from collectors.nsys import read_nsys_files
+
+        traces += read_nsys_files(sqlite, reps, progress=progress)
+    return sorted(traces, key=lambda t: t.rank)

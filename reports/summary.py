@@ -1,0 +1,89 @@
+"""The JSON summary (schema_version 1): a public interface.
+
+The keys of the foundation issue (``ranks[].rank``, ``device``, ``window``, ``kernel_summary``,
+``temporal``, ``overlap``, ``steps``) are stable; later features only *add* keys, each through
+one entry in :data:`RANK_SECTIONS` (per rank) or :data:`RUN_SECTIONS` (top level).  Times are
+integer nanoseconds in keys ending ``_ns``.
+
+A section is ``"module:function"``; the function is called as ``fn(trace, options, extras)``
+(rank sections) or ``fn(traces, options, extras)`` (run sections) and returns a JSON-ready
+value, or ``None`` to leave the key out.  ``extras`` carries side inputs that are not traces
+(e.g. a parsed Nsight Compute report under ``"ncu"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from analyzers.options import AnalysisOptions
+from collectors.model import Trace
+
+SCHEMA_VERSION = 1
+
+RANK_SECTIONS: list[tuple[str, str]] = [
+    ("device", "reports.core_sections:device"),
+    ("window", "reports.core_sections:window"),
+    ("kernel_summary", "reports.core_sections:kernel_summary"),
+    ("temporal", "reports.core_sections:temporal"),
+    ("overlap", "reports.core_sections:overlap"),
+    ("steps", "reports.core_sections:steps"),
+]
+"""Per-rank keys in output order.  Later issues append their entries here (one line each)."""
+
+RUN_SECTIONS: list[tuple[str, str]] = []
+"""Top-level keys computed across ranks (skew, stragglers, ...)."""
+
+
+def tool_version() -> str:
+    """gpuscope's installed version (``0+unknown`` when run from a bare checkout)."""
+    try:
+        return version("gpuscope")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout without install
+        return "0+unknown"
+
+
+def _resolve(spec: str) -> Callable[..., Any]:
+    mod, _, fn = spec.partition(":")
+    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+
+
+def build_summary(
+    traces: Sequence[Trace],
+    options: AnalysisOptions | None = None,
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run every registered section over *traces* and return the summary dict."""
+    options = options or AnalysisOptions()
+    extras = dict(extras or {})
+    ranks = []
+    for trace in traces:
+        entry: dict[str, Any] = {"rank": trace.rank}
+        for key, spec in RANK_SECTIONS:
+            value = _resolve(spec)(trace, options, extras)
+            if value is not None or key == "device":
+                entry[key] = value
+        ranks.append(entry)
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "gpuscope", "version": tool_version()},
+        "sources": sorted({t.meta.source_path for t in traces if t.meta.source_path}),
+        "ranks": ranks,
+    }
+    for key, spec in RUN_SECTIONS:
+        value = _resolve(spec)(traces, options, extras)
+        if value is not None:
+            summary[key] = value
+    return summary
+
+
+def write_summary(summary: Mapping[str, Any], path: str | Path) -> Path:
+    """Write the summary as UTF-8 JSON (NaN is never written: sections emit ``null``)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return p
