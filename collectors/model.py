@@ -206,7 +206,7 @@ class Trace:
         return build_collectives(self)
 
     def steps(self) -> pd.DataFrame:
-        """``ProfilerStep#N`` (or other step) annotations sorted by start: step, start_ns, end_ns."""
+        """Step annotations (``ProfilerStep#N``...) by start: step, start_ns, end_ns."""
         a = self.annotations
         s = a[a["kind"] == "step"][["step", "start_ns", "end_ns"]]
         return s.sort_values("start_ns", kind="stable").reset_index(drop=True)
