@@ -1,0 +1,130 @@
+"""Kernel summary: one row per kernel name over the window's GPU kernels.
+
+Rows are the window's GPU events (:func:`analyzers.window.gpu_events`) of kind ``kernel``
+(CUPTI's kernel activity; memcpy/memset/sync rows are not kernels), grouped by ``name``.  With
+``d`` the durations ``end_ns − start_ns`` of one name's ``n`` instances (docs/metrics.md
+"Kernel summary"; Nsight Systems ``cuda_gpu_kern_sum``):
+
+- ``count`` = n; ``total_ns`` = Σd; ``avg_ns`` = Σd / n; ``min_ns``, ``max_ns``;
+- ``median_ns`` = the middle value of the sorted d (mean of the two middle values for even n);
+- ``stddev_ns`` = sample standard deviation √(Σ(d − avg)² / (n − 1)); 0 for n = 1;
+- ``time_pct`` = 100 × total / Σ totals of all rows;
+- ``type`` = :func:`analyzers.classify.classify` of the name (HTA rules).
+
+Rows are ordered by ``total_ns`` descending, then ``count`` ascending, then ``name`` ascending
+(the order of ``cuda_gpu_kern_sum``).  ``avg_ns``, ``median_ns``, ``stddev_ns`` and
+``time_pct`` are exact floats here; the JSON summary rounds the three times to whole ns.
+
+    ==========  ==============  =====  =====  ======  ======  ========
+    name        durations (ns)  total  avg    median  stddev  time_pct
+    ==========  ==============  =====  =====  ======  ======  ========
+    gemm        10, 20, 60      90     30     20      26.46   90
+    relu        10              10     10     10      0       10
+    ==========  ==============  =====  =====  ======  ======  ========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from analyzers.classify import classify
+from analyzers.options import AnalysisOptions
+from analyzers.window import gpu_events
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collectors.model import Trace
+
+SUMMARY_COLUMNS = (
+    "name",
+    "type",
+    "count",
+    "total_ns",
+    "avg_ns",
+    "median_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "time_pct",
+)
+
+UNNAMED = "<unnamed>"
+"""Name given to events whose source records none."""
+
+
+def summarize_durations(names: pd.Series, durations: np.ndarray) -> pd.DataFrame:
+    """count/total/avg/median/min/max/stddev of *durations* grouped by *names*.
+
+    Returns one row per distinct name, in no particular order, with columns ``name`` and the
+    statistics of :data:`SUMMARY_COLUMNS` (no ``type``/``time_pct``).
+    """
+    import pandas as pd
+
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    labels = np.append(np.asarray(cat.cat.categories, dtype=object), UNNAMED)
+    codes = cat.cat.codes.to_numpy().astype(np.int64)
+    codes[codes < 0] = len(labels) - 1
+    d = np.asarray(durations, dtype=np.int64)
+    order = np.lexsort((d, codes))
+    codes = codes[order]
+    d = d[order]
+    if d.size == 0:
+        return pd.DataFrame({c: [] for c in ("name", *SUMMARY_COLUMNS[2:-1])})
+    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    last = np.r_[first[1:], d.size] - 1
+    n = last - first + 1
+    total = np.add.reduceat(d, first)
+    avg = total / n
+    mid_lo = d[first + (n - 1) // 2]
+    mid_hi = d[first + n // 2]
+    median = (mid_lo + mid_hi) / 2.0
+    dev2 = (d - np.repeat(avg, n)) ** 2
+    ss = np.add.reduceat(dev2, first)
+    stddev = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
+    return pd.DataFrame(
+        {
+            "name": labels[codes[first]],
+            "count": n.astype(np.int64),
+            "total_ns": total.astype(np.int64),
+            "avg_ns": avg,
+            "median_ns": median,
+            "min_ns": d[first],
+            "max_ns": d[last],
+            "stddev_ns": stddev,
+        }
+    )
+
+
+def kernel_summary(
+    trace: Trace,
+    options: AnalysisOptions | None = None,
+    kinds: Sequence[str] = ("kernel",),
+) -> pd.DataFrame:
+    """The kernel summary of *trace* (module docstring); columns :data:`SUMMARY_COLUMNS`.
+
+    *kinds* selects which ``gpu.kind`` rows are summarized (default: kernels only).
+    """
+    options = options or AnalysisOptions()
+    g = gpu_events(trace, options)
+    g = g[g["kind"].isin(list(kinds)).to_numpy()]
+    d = g["end_ns"].to_numpy() - g["start_ns"].to_numpy()
+    out = summarize_durations(g["name"], d)
+    if out.empty:
+        return out.assign(type=[], time_pct=[])[list(SUMMARY_COLUMNS)]
+    # one type per name: the classification of the name (and of its rows' kind)
+    import pandas as pd
+
+    types = pd.Series(classify(g["name"], g["kind"], options.hta_version), index=g.index)
+    names = g["name"].astype(object).where(g["name"].notna(), UNNAMED)
+    type_of = types.groupby(names.to_numpy(), sort=False).first()
+    out["type"] = type_of.reindex(out["name"]).to_numpy()
+    grand = int(out["total_ns"].sum())
+    out["time_pct"] = 100.0 * out["total_ns"] / grand if grand else np.nan
+    out = out.sort_values(
+        ["total_ns", "count", "name"], ascending=[False, True, True], kind="stable"
+    )
+    return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)

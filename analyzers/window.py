@@ -1,0 +1,189 @@
+"""The analysis window: HTA 0.6.1's ProfilerStep filter, and the GPU events it keeps.
+
+Every analysis of the foundation (temporal breakdown, overlap, kernel summary, steps) and the
+later ones that say "GPU events" read :func:`gpu_events`: the rows of ``trace.gpu`` with a
+stream (``stream != -1``) that survive the window filter below.  Definition (docs/metrics.md
+"Analysis window"; HTA ``Trace._filter_irrelevant_gpu_kernels`` with
+``include_last_profiler_step=False``):
+
+1. ``--all-events`` (``options.all_events``): no filtering.
+2. Step markers are names matching ``^ProfilerStep#(\\d+)`` (rule set 0.5: names containing
+   ``ProfilerStep``).  Fewer than two *distinct* marker names among the rank's host and GPU rows:
+   no filtering.
+3. Otherwise split the rows as HTA does: "GPU kernels" = ``gpu`` rows with ``stream >= 0`` and
+   ``correlation >= 0``, plus rows named ``Event Sync`` / ``Context Sync``; "CPU events" = every
+   other row (all ``host`` rows and the remaining ``gpu`` rows).  No CPU events: no filtering.
+4. ``cutoff`` = the latest start of a CPU-event step marker (the start of the last step); a rank
+   without markers falls back to its earliest CPU-event start (so it keeps no GPU kernel).
+5. Keep CPU events that start before ``cutoff``, and GPU kernels whose ``correlation`` equals
+   the correlation of a kept CPU event.  Everything launched in the last step, or never
+   launched by a kept host call, is dropped.
+
+    ==============================  =================  ======================
+    row (2 ProfilerSteps, #1, #2)   launched           kept
+    ==============================  =================  ======================
+    kernel, correlation 10          in step #1         yes
+    kernel, correlation 11          before step #1     yes
+    kernel, correlation 12          in step #2 (last)  no
+    kernel, correlation 13          no host call       no
+    ==============================  =================  ======================
+
+Deliberate differences from HTA (docs/metrics.md): step names are counted per rank (HTA counts
+them over all ranks loaded together), and HTA's MTIA-only branch (taken when the trace metadata
+says ``device_type: MTIA``, which no Kineto fixture does) is not reproduced.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from analyzers.classify import rules
+from analyzers.options import AnalysisOptions
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collectors.model import Trace
+
+DEVICE_SYNC_NAMES = ("Event Sync", "Context Sync")
+"""Stream-less synchronization rows HTA counts as GPU kernels."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which part of a rank's trace the analyses cover.
+
+    ``start_ns``/``end_ns`` bound the *launch* window on the trace clock: host calls starting
+    in ``[start_ns, end_ns)`` are in it, and so are the GPU events they launched (which may run
+    past ``end_ns``).  Without filtering the window is the whole trace, ``end_ns`` being the
+    latest end of any row.  None when the trace has no rows at all.
+    """
+
+    filtered: bool
+    """True when the ProfilerStep filter was applied."""
+    start_ns: int | None
+    end_ns: int | None
+    steps: tuple[int, ...]
+    """Numbers of the ProfilerSteps that start inside the window, in time order."""
+    reason: str
+    """Why the window is what it is (for the console)."""
+
+
+@dataclass(frozen=True)
+class _Selection:
+    window: Window
+    gpu_keep: np.ndarray
+    """Boolean mask over ``trace.gpu`` rows: kept by the filter."""
+
+
+_CACHE: dict[
+    tuple[int, int, bool, str],
+    tuple[weakref.ref[pd.DataFrame], weakref.ref[pd.DataFrame], _Selection],
+] = {}
+"""Selections of live traces, so the analyses of one trace filter it once."""
+_CACHE_SIZE = 16
+
+
+def _matching_codes(col: pd.Series, pattern_match: object) -> np.ndarray:
+    """Boolean mask of rows whose (category) name satisfies *pattern_match*."""
+    import pandas as pd
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    hits = np.array(
+        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=bool
+    )
+    return hits[cat.cat.codes.to_numpy()]
+
+
+def _names_in(col: pd.Series, mask: np.ndarray) -> set[str]:
+    import pandas as pd
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    codes = np.unique(cat.cat.codes.to_numpy()[mask])
+    codes = codes[codes >= 0]
+    return {str(c) for c in cat.cat.categories[codes]}
+
+
+def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
+    gpu = trace.gpu
+    host = trace.host
+    g_start = gpu["start_ns"].to_numpy()
+    h_start = host["start_ns"].to_numpy()
+    all_starts = np.concatenate([g_start, h_start])
+    all_ends = np.concatenate([gpu["end_ns"].to_numpy(), host["end_ns"].to_numpy()])
+    first = int(all_starts.min()) if all_starts.size else None
+    last = int(all_ends.max()) if all_ends.size else None
+    steps = trace.steps()
+
+    def unfiltered(reason: str) -> _Selection:
+        w = Window(False, first, last, tuple(int(s) for s in steps["step"]), reason)
+        return _Selection(w, np.ones(len(gpu), dtype=bool))
+
+    if options.all_events:
+        return unfiltered("all events (--all-events)")
+    step_match = rules(options.hta_version).step.match
+    g_step = _matching_codes(gpu["name"], step_match)
+    h_step = _matching_codes(host["name"], step_match)
+    n_names = len(_names_in(gpu["name"], g_step) | _names_in(host["name"], h_step))
+    if n_names < 2:
+        return unfiltered(
+            f"all events ({n_names} ProfilerStep name{'s' if n_names != 1 else ''}; "
+            "the step window needs at least 2)"
+        )
+
+    g_stream = gpu["stream"].to_numpy()
+    g_corr = gpu["correlation"].to_numpy()
+    g_kernel = ((g_stream >= 0) & (g_corr >= 0)) | np.asarray(
+        gpu["name"].isin(DEVICE_SYNC_NAMES), dtype=bool
+    )
+    g_cpu = ~g_kernel
+    if not len(host) and not g_cpu.any():
+        return unfiltered("all events (no host events to take the steps from)")
+
+    cpu_starts = np.concatenate([h_start, g_start[g_cpu]])
+    step_starts = np.concatenate([h_start[h_step], g_start[g_cpu & g_step]])
+    cutoff = int(step_starts.max()) if step_starts.size else int(cpu_starts.min())
+    kept_corr = np.concatenate(
+        [host["correlation"].to_numpy()[h_start < cutoff], g_corr[g_cpu & (g_start < cutoff)]]
+    )
+    keep = (g_kernel & np.isin(g_corr, kept_corr)) | (g_cpu & (g_start < cutoff))
+    in_window = steps["start_ns"].to_numpy() < cutoff
+    w = Window(
+        True,
+        first,
+        cutoff,
+        tuple(int(s) for s in steps["step"].to_numpy()[in_window]),
+        "complete ProfilerSteps (work launched before the last step starts)",
+    )
+    return _Selection(w, keep)
+
+
+def _selection(trace: Trace, options: AnalysisOptions) -> _Selection:
+    key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0]() is trace.gpu and hit[1]() is trace.host:
+        return hit[2]
+    sel = _select(trace, options)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (weakref.ref(trace.gpu), weakref.ref(trace.host), sel)
+    return sel
+
+
+def window(trace: Trace, options: AnalysisOptions | None = None) -> Window:
+    """The analysis window of *trace* (see the module docstring)."""
+    return _selection(trace, options or AnalysisOptions()).window
+
+
+def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """GPU events of the window: ``trace.gpu`` rows with ``stream != -1`` kept by the filter.
+
+    The rows keep ``trace.gpu``'s columns and index (so callers can join back); do not mutate.
+    """
+    sel = _selection(trace, options or AnalysisOptions())
+    mask = sel.gpu_keep & (trace.gpu["stream"].to_numpy() != -1)
+    return trace.gpu[mask]

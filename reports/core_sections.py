@@ -1,0 +1,115 @@
+"""The foundation's per-rank sections of the JSON summary (registered in reports/summary.py).
+
+Each function is ``fn(trace, options, extras)`` and returns exactly the keys of schema_version 1
+(docs/metrics.md defines every number).  Times are integer nanoseconds (``*_ns``); the kernel
+summary's ``avg_ns``, ``median_ns`` and ``stddev_ns`` are rounded to the nearest ns (the only
+rounding: they are not whole numbers to begin with).  Percentages are unrounded floats;
+undefined values are ``null``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from analyzers.options import AnalysisOptions
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+
+def _float(x: Any) -> float | None:
+    """A JSON-safe float: None for None/NaN."""
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _round_ns(x: Any) -> int | None:
+    f = _float(x)
+    return None if f is None else round(f)
+
+
+def device(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> Any:
+    """The GPU this rank ran on (``DeviceInfo.to_dict()``), or None when the source lacks it."""
+    d = trace.gpu_device
+    return d.to_dict() if d is not None else None
+
+
+def window(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"start_ns", "end_ns", "steps"}``: the launch window and the steps inside it."""
+    from analyzers.window import window as analysis_window
+
+    w = analysis_window(trace, options)
+    return {"start_ns": w.start_ns, "end_ns": w.end_ns, "steps": list(w.steps)}
+
+
+def kernel_summary(
+    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """One object per kernel name, by total time descending."""
+    from analyzers.kernel_summary import kernel_summary as summarize
+
+    df = summarize(trace, options)
+    rows = []
+    for r in df.itertuples(index=False):
+        rows.append(
+            {
+                "name": str(r.name),
+                "type": str(r.type),
+                "count": int(r.count),
+                "total_ns": int(r.total_ns),
+                "avg_ns": _round_ns(r.avg_ns),
+                "median_ns": _round_ns(r.median_ns),
+                "min_ns": int(r.min_ns),
+                "max_ns": int(r.max_ns),
+                "stddev_ns": _round_ns(r.stddev_ns),
+                "time_pct": _float(r.time_pct),
+            }
+        )
+    return rows
+
+
+def temporal(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """Span, idle, compute, non-compute (ns and % of span)."""
+    from analyzers.temporal import temporal_breakdown
+
+    t = temporal_breakdown(trace, options)
+    return {
+        "span_ns": t.span_ns,
+        "idle_ns": t.idle_ns,
+        "compute_ns": t.compute_ns,
+        "non_compute_ns": t.non_compute_ns,
+        "idle_pct": _float(t.idle_pct),
+        "compute_pct": _float(t.compute_pct),
+        "non_compute_pct": _float(t.non_compute_pct),
+    }
+
+
+def overlap(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """Communication, computation, their overlap, exposed communication, overlap %."""
+    from analyzers.temporal import overlap as comm_overlap
+
+    o = comm_overlap(trace, options)
+    return {
+        "comm_ns": o.comm_ns,
+        "compute_ns": o.compute_ns,
+        "overlap_ns": o.overlap_ns,
+        "exposed_comm_ns": o.exposed_comm_ns,
+        "overlap_pct": _float(o.overlap_pct),
+    }
+
+
+def steps(
+    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """One object per ProfilerStep of the window."""
+    from analyzers.steps import STEP_COLUMNS, step_breakdown
+
+    df = step_breakdown(trace, options)
+    return [
+        {c: int(v) for c, v in zip(STEP_COLUMNS, row, strict=True)}
+        for row in df.itertuples(index=False)
+    ]
