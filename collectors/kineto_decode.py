@@ -1,0 +1,273 @@
+"""Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON and exact µs → ns conversion.
+
+Only the fields the trace model needs are decoded (msgspec Structs; unknown keys are skipped
+without building dicts).  Values whose type differs between producers (``args.stream`` is an
+int on CUDA and the string ``"0x0"`` on ROCm; ``grid`` is a list on kernels and a string on
+Inductor's launcher ops) are typed ``Any`` and normalized column by column afterwards.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from collectors.errors import InputError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+COMM_KEYS: tuple[str, ...] = (
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "Group size",
+    "dtype",
+    "In split size",
+    "Out split size",
+    "Global rank start",
+    "Global rank stride",
+    "Process Group ID",
+    "Process Group Name",
+    "Process Group Description",
+    "Process Group Ranks",
+    "Src Rank",
+    "Dst Rank",
+    "Input Tensors start",
+    "Output Tensors start",
+    "Seq",
+    "Comms Id",
+    "Rank",
+)
+"""Collective metadata that PyTorch writes on ``record_param_comms`` and NCCL kernels
+(reference/nccl.md §4, every torch era).  ``comm_args`` holds exactly these keys."""
+
+COMM_MARKER_KEYS: frozenset[str] = frozenset(COMM_KEYS) - {"dtype", "Rank"}
+"""Keys that alone mark an event as collective (``dtype``/``Rank`` also occur elsewhere)."""
+
+_NO_RAW = msgspec.Raw(b"")
+"""Default of undecoded (``Raw``) fields: empty, i.e. falsy."""
+
+
+def _args_struct(name: str, fields: dict[str, str], raw: dict[str, str] | None = None) -> type:
+    """A Struct for an ``args`` object: attribute -> JSON key; every field optional.
+
+    *raw* fields are kept as undecoded JSON text (``msgspec.Raw``).
+    """
+    raw = raw or {}
+    return msgspec.defstruct(
+        name,
+        [(attr, Any, None) for attr in fields] + [(attr, msgspec.Raw, _NO_RAW) for attr in raw],
+        rename={**fields, **raw},
+        gc=False,
+    )
+
+
+ActivityArgs = _args_struct(
+    "ActivityArgs",
+    {
+        "stream": "stream",
+        "correlation": "correlation",
+        "external_id": "External id",
+        "external_id_2022": "external id",
+    },
+    raw={"input_dims": "Input Dims", "input_types": "Input type"},
+)
+"""What every activity (``ph == "X"``) row needs from ``args``."""
+
+GpuArgs = _args_struct(
+    "GpuArgs",
+    {
+        "device": "device",
+        "grid": "grid",
+        "block": "block",
+        "registers": "registers per thread",
+        "shared_memory": "shared memory",
+        "bytes": "bytes",
+        "occupancy": "est. achieved occupancy %",
+        "blocks_per_sm": "blocks per SM",
+        "warps_per_sm": "warps per SM",
+        "kind": "kind",
+    },
+)
+"""Launch attributes of device activities (decoded only for ``gpu`` rows)."""
+
+MetaArgs = _args_struct("MetaArgs", {"name": "name", "labels": "labels"})
+"""``args`` of ``ph == "M"`` metadata events (process/thread names and labels)."""
+
+MemoryArgs = _args_struct(
+    "MemoryArgs",
+    {
+        "total_allocated": "Total Allocated",
+        "total_reserved": "Total Reserved",
+        "device_id": "Device Id",
+    },
+)
+"""``args`` of the ``[memory]`` instant events written with ``profile_memory=True``."""
+
+
+class Event(msgspec.Struct, gc=False):
+    """One entry of ``traceEvents``; ``args`` stays undecoded until its row kind is known."""
+
+    ph: Any = None
+    name: Any = None
+    cat: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: msgspec.Raw = _NO_RAW
+
+
+class KinetoFile(msgspec.Struct):
+    """Top level of a Kineto trace file."""
+
+    traceEvents: list[Event] | None = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    traceName: Any = None
+    displayTimeUnit: Any = None
+    record_shapes: Any = None
+    host_name: Any = None
+    trace_id: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+
+
+_DECODER = msgspec.json.Decoder(KinetoFile)
+_BATCH_DECODERS: dict[type, msgspec.json.Decoder] = {}
+COMM_RE = re.compile(
+    rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(COMM_MARKER_KEYS)) + rb')"\s*:'
+)
+
+
+def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
+    """Decode the ``args`` of *events* into *struct* instances with one decoder call.
+
+    Raises:
+        InputError: an ``args`` value is not a JSON object.
+    """
+    if not events:
+        return []
+    dec = _BATCH_DECODERS.get(struct)
+    if dec is None:
+        dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(list[struct])
+    joined = b"[" + b",".join([e.args or b"{}" for e in events]) + b"]"
+    try:
+        return dec.decode(joined)  # type: ignore[no-any-return]
+    except msgspec.DecodeError as e:
+        raise InputError(
+            f"not a Kineto trace: an event's 'args' is malformed ({e})", path=path
+        ) from None
+
+
+def comm_args(events: list[Event]) -> dict[int, dict[str, Any]]:
+    """``{index: {key: value}}`` for the events whose ``args`` carry collective metadata.
+
+    The keys are exactly those of :data:`COMM_KEYS` present on the event; integers keep
+    their full range (``Comms Id`` is a uint64 hash).
+    """
+    out: dict[int, dict[str, Any]] = {}
+    for i, e in enumerate(events):
+        raw = e.args
+        if raw and COMM_RE.search(raw):
+            args = msgspec.json.decode(raw)
+            out[i] = {k: args[k] for k in COMM_KEYS if k in args}
+    return out
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's JSON text, gunzipped when it starts with the gzip magic bytes.
+
+    Raises:
+        InputError: missing/unreadable file, truncated or corrupt gzip data.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a Kineto trace file", path=path) from None
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror or e}", path=path) from None
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except EOFError:
+            raise InputError("truncated gzip data (file cut short?)", path=path) from None
+        except (OSError, zlib.error) as e:
+            raise InputError(f"corrupt gzip data: {e}", path=path) from None
+    return data
+
+
+def decode(data: bytes, path: Path) -> KinetoFile:
+    """Decode the JSON text into a :class:`KinetoFile`.
+
+    Raises:
+        InputError: invalid JSON, or JSON that is not a Kineto trace.
+    """
+    try:
+        doc = _DECODER.decode(data)
+    except msgspec.ValidationError as e:
+        what = _describe(data)
+        if what:
+            raise InputError(f"not a Kineto trace ({what})", path=path) from None
+        raise InputError(f"not a Kineto trace: {e}", path=path) from None
+    except msgspec.DecodeError as e:
+        raise InputError(f"invalid JSON: {e}", path=path) from None
+    if doc.traceEvents is None:
+        raise InputError(f"not a Kineto trace ({_describe(data) or 'no traceEvents'})", path=path)
+    return doc
+
+
+def _describe(data: bytes) -> str:
+    """What the JSON is instead of a trace, or '' when its top level looks like one."""
+    try:
+        obj = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return ""
+    if isinstance(obj, list):
+        return "top-level JSON array, expected an object with 'traceEvents'"
+    if isinstance(obj, dict):
+        if isinstance(obj.get("traceEvents"), list):
+            return ""
+        keys = ", ".join(sorted(map(str, obj))[:6])
+        return f"JSON object without a 'traceEvents' list; keys: {keys}"
+    return f"top-level JSON {type(obj).__name__}, expected an object with 'traceEvents'"
+
+
+def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
+    """Exact integer nanoseconds from Kineto microsecond values.
+
+    Integers are multiplied by 1000 exactly.  Floats are split into their integer part
+    (``np.floor``; the subtraction ``x - floor(x)`` is exact in binary floating point) and the
+    fraction, which is rounded to the nearest nanosecond.  This reproduces the decimal text
+    exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days, which
+    covers Kineto's ns-resolution traces whose clock starts at boot): below that magnitude a
+    double resolves 2**-10 µs, so the parse error stays under 0.5 ns.
+
+    Raises:
+        InputError: a value is not a number.
+    """
+    if not values:
+        return np.empty(0, dtype=np.int64)
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError, OverflowError):
+        arr = np.asarray(values, dtype=object)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64) * 1000
+    if arr.dtype.kind == "f":
+        whole = np.floor(arr)
+        frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
+        return whole.astype(np.int64) * 1000 + frac_ns
+    bad = next((v for v in values if type(v) not in (int, float)), None)
+    raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
