@@ -1,0 +1,285 @@
+"""Nsight Systems reader: SQLite exports (and ``.nsys-rep`` via ``nsys export``) → Traces.
+
+One :class:`~collectors.model.Trace` per (process, device) that ran GPU work (a row in the
+kernel, memcpy, memset or synchronization table).  An export with no GPU activity gives one
+trace per process that made CUDA API calls (or a single trace), with a note in
+``meta.extra["notes"]``.
+
+Ranks (``meta.rank_source``):
+
+* ``nsys`` — recorded by the run (:mod:`collectors.nsys_devices`: an ``MPI Rank N`` thread, or
+  the launcher's rank variable in the captured environment), used when every trace has one and
+  they are distinct;
+* ``default`` — otherwise: traces ordered by file (natural order of the file names, so
+  ``report.2`` < ``report.10``), then pid, then device id, and numbered from 0.
+
+The same process's host rows are split between its devices by correlation (an API call goes
+with the GPU work it launched; calls that launched none go with the lowest device id); its NVTX
+ranges are copied to each of its device traces.  See ``docs/nsys.md`` for every field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from collectors.nsys_counters import read_counters
+from collectors.nsys_devices import (
+    RANK_VARIABLES,
+    WORLD_SIZE_VARIABLES,
+    capture_host,
+    devices,
+    env_rank,
+    launched_env,
+    mpi_rank_threads,
+    process_names,
+    session_start_utc_ns,
+)
+from collectors.nsys_export import export_rep
+from collectors.nsys_gpu import KERNEL, read_gpu_activity
+from collectors.nsys_host import read_api_calls, read_nvtx_ranges, thread_names
+from collectors.nsys_schema import NsysDb
+
+ProgressFn = Callable[[int, int, str], None]
+
+NO_KERNELS_NOTE = (
+    "no kernels in this export (CUPTI_ACTIVITY_KIND_KERNEL absent or empty): the kernel "
+    "summary is empty"
+)
+NO_GPU_NOTE = (
+    "no GPU activity in this export (no kernel, memcpy, memset or synchronization rows): "
+    "one trace per process that made CUDA API calls"
+)
+
+
+@dataclass
+class _Part:
+    """One future Trace before ranks are known."""
+
+    path: Path
+    order: int
+    gpid: int
+    pid: int
+    device: int
+    gpu: pd.DataFrame
+    host: pd.DataFrame
+    annotations: pd.DataFrame
+    counters: pd.DataFrame
+    devices: list[DeviceInfo]
+    run_rank: int | None
+    run_world: int | None
+    base: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def read_nsys(path: str | Path, *, progress: ProgressFn | None = None) -> list[Trace]:
+    """Read one export (``.sqlite`` or ``.nsys-rep``) into Traces sorted by rank."""
+    p = Path(path)
+    if p.name.endswith(".nsys-rep"):
+        return read_nsys_files([], [p], progress=progress)
+    return read_nsys_files([p], [], progress=progress)
+
+
+def read_nsys_files(
+    sqlite_paths: Sequence[Path],
+    rep_paths: Sequence[Path],
+    *,
+    progress: ProgressFn | None = None,
+) -> list[Trace]:
+    """Read several exports as one run; ranks are assigned across all of them.
+
+    Raises:
+        InputError: a file is unreadable, not SQLite, truncated, locked, corrupt, not an nsys
+            export, or lacks a required table/column (the message names it).
+        MissingDependencyError: a ``.nsys-rep`` was given and ``nsys`` is not on PATH.
+    """
+    paths = [Path(p) for p in sqlite_paths] + [export_rep(Path(r)) for r in rep_paths]
+    paths = sorted(dict.fromkeys(paths), key=lambda p: [*_natural_key(p.name), str(p)])
+    parts: list[_Part] = []
+    for i, p in enumerate(paths):
+        if progress:
+            progress(i, len(paths), p.name)
+        parts += _read_file(p, i)
+    if progress:
+        progress(len(paths), len(paths), "done")
+    return _assign_ranks(parts)
+
+
+def _natural_key(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _read_file(path: Path, order: int) -> list[_Part]:
+    with NsysDb(path) as db, db.errors():
+        gpu = read_gpu_activity(db)
+        host = read_api_calls(db)
+        nvtx = read_nvtx_ranges(db)
+        counters = read_counters(db)
+        gpus = devices(db)
+        procs = process_names(db)
+        threads = thread_names(db)
+        env = launched_env(db, RANK_VARIABLES + WORLD_SIZE_VARIABLES)
+        has_kernels = db.has(KERNEL) and bool(db.rows(f"SELECT 1 FROM {KERNEL} LIMIT 1"))
+        base = {
+            "source_version": db.schema_version,
+            "hostname": capture_host(db),
+            "base_time_ns": session_start_utc_ns(db),
+            "nsys_version": db.product_version,
+        }
+    keys = _groups(gpu, host, nvtx)
+    notes = [] if has_kernels else [NO_KERNELS_NOTE]
+    if not len(gpu):
+        notes.append(NO_GPU_NOTE)
+    mpi_ranks = mpi_rank_threads(threads)
+    env_r, env_world = env_rank(env)
+    n_per_process: dict[int, int] = {}
+    for g, _ in keys:
+        n_per_process[g] = n_per_process.get(g, 0) + 1
+    single_process = len(n_per_process) == 1
+    host_device = _host_devices(gpu, host, keys)
+    parts = []
+    for gpid, dev in keys:
+        pid, pname = procs.get(gpid, ((gpid >> 24) & 0xFFFFFF if gpid >= 0 else -1, None))
+        run_rank = mpi_ranks.get(gpid) if n_per_process[gpid] == 1 else None
+        if run_rank is None and single_process and n_per_process[gpid] == 1:
+            run_rank = env_r
+        own = [gpus[dev]] if dev in gpus else list(gpus.values())
+        short = _short_names(gpu, gpid, dev)
+        parts.append(
+            _Part(
+                path=path,
+                order=order,
+                gpid=gpid,
+                pid=pid,
+                device=dev,
+                gpu=_select(gpu, gpid, dev),
+                host=_select(host, gpid, None, host_device, dev),
+                annotations=_select(nvtx, gpid, None),
+                counters=_select(counters, gpid, dev),
+                devices=own,
+                run_rank=run_rank,
+                run_world=env_world,
+                base=base,
+                extra={
+                    "nsys_version": base["nsys_version"],
+                    "export_schema_version": base["source_version"],
+                    "process": {"pid": pid, "name": pname, "global_pid": gpid},
+                    "device_id": dev,
+                    "threads": threads.get(gpid, {}),
+                    "kernel_short_names": short,
+                    "notes": list(notes),
+                },
+            )
+        )
+    return parts
+
+
+def _groups(gpu: pd.DataFrame, host: pd.DataFrame, nvtx: pd.DataFrame) -> list[tuple[int, int]]:
+    """(globalPid, device) pairs that get a trace, in (pid, device) order."""
+    if len(gpu):
+        pairs = gpu[["_gpid", "device"]].drop_duplicates().to_numpy()
+        keys = [(int(g), int(d)) for g, d in pairs]
+    else:
+        procs = sorted(set(host["_gpid"]) if len(host) else set())
+        if not procs:
+            procs = sorted(set(nvtx["_gpid"]) if len(nvtx) else set()) or [-1]
+        keys = [(int(g), -1) for g in procs]
+    return sorted(keys, key=lambda k: ((k[0] >> 24) & 0xFFFFFF, k[0], k[1]))
+
+
+def _host_devices(
+    gpu: pd.DataFrame, host: pd.DataFrame, keys: list[tuple[int, int]]
+) -> np.ndarray | None:
+    """Device each host row goes to (by correlation within its process), or None if trivial."""
+    if not len(host):
+        return None
+    lowest: dict[int, int] = {}
+    for g, d in keys:
+        lowest[g] = min(d, lowest.get(g, d))
+    if len(lowest) == len(keys):  # one device per process: no split needed
+        return np.array([lowest.get(int(g), -2) for g in host["_gpid"]], dtype=np.int64)
+    links = gpu.loc[gpu["correlation"] >= 0, ["_gpid", "correlation", "device"]]
+    links = links.drop_duplicates(["_gpid", "correlation"])
+    merged = host[["_gpid", "correlation"]].merge(links, how="left", on=["_gpid", "correlation"])
+    fallback = host["_gpid"].map(lowest).fillna(-2).to_numpy(dtype=np.int64)
+    dev = merged["device"].to_numpy(dtype=np.float64)
+    return np.where(np.isnan(dev), fallback, dev).astype(np.int64)
+
+
+def _select(
+    df: pd.DataFrame,
+    gpid: int,
+    device: int | None,
+    row_device: np.ndarray | None = None,
+    want_device: int | None = None,
+) -> pd.DataFrame:
+    """Rows of one process (and device), without the helper columns."""
+    if not len(df):
+        return df
+    mask = np.ones(len(df), dtype=bool) if gpid < 0 else (df["_gpid"].to_numpy() == gpid)
+    if device is not None and "device" in df:
+        mask &= df["device"].to_numpy() == device
+    if row_device is not None:
+        mask &= row_device == want_device
+    out = df if mask.all() else df[mask]
+    return out.drop(columns=[c for c in out.columns if c.startswith("_")])
+
+
+def _short_names(gpu: pd.DataFrame, gpid: int, device: int) -> dict[str, str]:
+    """``{demangled kernel name: shortName}`` for one trace's kernels."""
+    if not len(gpu) or "_short" not in gpu:
+        return {}
+    k = gpu[(gpu["kind"] == "kernel") & (gpu["_gpid"] == gpid) & (gpu["device"] == device)]
+    pairs = k[["name", "_short"]].drop_duplicates().dropna()
+    return {str(n): str(s) for n, s in zip(pairs["name"], pairs["_short"], strict=False)}
+
+
+def _columns(df: pd.DataFrame) -> dict[str, Any]:
+    """Column arrays for make_trace, keeping categoricals as Categorical (no re-interning)."""
+    out: dict[str, Any] = {}
+    for c in df.columns:
+        s = df[c]
+        out[c] = s.array if isinstance(s.dtype, pd.CategoricalDtype) else s.to_numpy()
+    return out
+
+
+def _assign_ranks(parts: list[_Part]) -> list[Trace]:
+    parts = sorted(parts, key=lambda p: (p.order, p.pid, p.gpid, p.device))
+    recorded = [p.run_rank for p in parts]
+    from_run = all(r is not None for r in recorded) and len(set(recorded)) == len(recorded)
+    worlds = {p.run_world for p in parts}
+    world = len(parts)
+    if from_run and len(worlds) == 1 and None not in worlds:
+        world = max(world, int(next(iter(worlds))))  # type: ignore[arg-type]
+    traces = []
+    for i, p in enumerate(parts):
+        rank = int(p.run_rank) if from_run else i  # type: ignore[arg-type]
+        meta = TraceMeta(
+            rank=rank,
+            source_format="nsys",
+            source_path=str(p.path),
+            source_version=p.base["source_version"],
+            world_size=world,
+            rank_source="nsys" if from_run else "default",
+            hostname=p.base["hostname"],
+            base_time_ns=p.base["base_time_ns"],
+            devices=p.devices,
+            extra=p.extra,
+        )
+        traces.append(
+            make_trace(
+                meta,
+                gpu=_columns(p.gpu) if len(p.gpu.columns) else None,
+                host=_columns(p.host) if len(p.host.columns) else None,
+                annotations=_columns(p.annotations) if len(p.annotations.columns) else None,
+                counters=_columns(p.counters) if len(p.counters.columns) else None,
+            )
+        )
+    return sorted(traces, key=lambda t: t.rank)

@@ -1,0 +1,214 @@
+"""GPU activity of an nsys export → rows of the model's ``gpu`` table (all processes at once).
+
+Sources (each optional: nsys creates a table only when that activity was captured):
+
+============================================  ==========  ====================================
+table                                         ``kind``    ``name``
+============================================  ==========  ====================================
+``CUPTI_ACTIVITY_KIND_KERNEL``                kernel      ``demangledName`` via ``StringIds``
+                                                          (``shortName`` / ``mangledName``
+                                                          when NULL)
+``CUPTI_ACTIVITY_KIND_MEMCPY``                memcpy      ``[CUDA memcpy <copyKind label>]``
+``CUPTI_ACTIVITY_KIND_MEMSET``                memset      ``[CUDA memset]``
+``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION``       sync        Kineto's name of the ``syncType``
+                                                          (``Stream Sync``, ``Event Sync``...)
+============================================  ==========  ====================================
+
+Memcpy labels come from the export's ``ENUM_CUDA_MEMCPY_OPER`` where present, else from the
+built-in table below (the 2022.2 export has no ENUM tables).  The result carries two columns that are not part
+of the model, ``_gpid`` (``globalPid``) and ``_short`` (kernel ``shortName``); the caller splits
+by process and drops them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from collectors.nsys_schema import NsysDb
+from collectors.nsys_strings import categorical, concat_categoricals, lookup
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+
+COMMON = ("start", "end", "deviceId", "streamId")
+"""Columns every activity table must have (the reader raises InputError naming a missing one)."""
+
+MEMCPY_KIND_CODES = {
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "Unified HtoD",
+    12: "Unified DtoH",
+    13: "Unified DtoD",
+}
+"""``copyKind`` (ENUM_CUDA_MEMCPY_OPER) → the model's ``copy_kind`` code (Kineto's spelling)."""
+
+MEMCPY_KIND_LABELS = {
+    0: "Unknown",
+    1: "Host-to-Device",
+    2: "Device-to-Host",
+    3: "Host-to-Array",
+    4: "Array-to-Host",
+    5: "Array-to-Array",
+    6: "Array-to-Device",
+    7: "Device-to-Array",
+    8: "Device-to-Device",
+    9: "Host-to-Host",
+    10: "Peer-to-Peer",
+    11: "Unified Host-to-Device",
+    12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
+}
+"""Fallback ENUM_CUDA_MEMCPY_OPER labels (as in the 2023–2025 exports)."""
+
+SYNC_NAMES = {
+    0: "Unknown Sync",
+    1: "Event Sync",
+    2: "Stream Wait Event",
+    3: "Stream Sync",
+    4: "Context Sync",
+}
+"""``syncType`` (ENUM_CUPTI_SYNC_TYPE) → row name: the names Kineto gives the same CUPTI
+records, so HTA's name rules (``.*Sync`` is not compute, ``Event Sync`` / ``Context Sync`` count
+in the window filter) treat nsys and Kineto rows alike.  Unlisted codes → ``Unknown Sync``."""
+
+NO_STREAM = 0xFFFFFFFF
+"""CUPTI's invalid-id value (a context sync has no stream) → the model's ``-1``."""
+
+_COMMON_MAP = {
+    "start_ns": "start",
+    "end_ns": "end",
+    "device": "deviceId",
+    "stream": "streamId",
+    "correlation": "correlationId",
+    "_gpid": "globalPid",
+}
+
+
+def _frame(cols: dict[str, np.ndarray], kind: str, name: pd.Categorical | list) -> pd.DataFrame:
+    n = len(cols["start_ns"])
+    df = pd.DataFrame(cols)
+    df["name"] = name if len(name) == n else pd.Categorical([None] * n)
+    df["kind"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[kind])
+    df.loc[df["stream"] == NO_STREAM, "stream"] = -1
+    return df
+
+
+def read_kernels(db: NsysDb) -> pd.DataFrame:
+    """Kernel rows: launch configuration, shared memory (static + dynamic = total)."""
+    if not db.has(KERNEL):
+        return pd.DataFrame()
+    db.require(KERNEL, (*COMMON, "demangledName"))
+    cols = db.int_columns(
+        KERNEL,
+        {
+            **_COMMON_MAP,
+            "_demangled": "demangledName",
+            "_short_id": "shortName",
+            "_mangled": "mangledName",
+            "grid_x": "gridX",
+            "grid_y": "gridY",
+            "grid_z": "gridZ",
+            "block_x": "blockX",
+            "block_y": "blockY",
+            "block_z": "blockZ",
+            "registers_per_thread": "registersPerThread",
+            "static_smem_bytes": "staticSharedMemory",
+            "dynamic_smem_bytes": "dynamicSharedMemory",
+        },
+    )
+    name_ids = cols.pop("_demangled")
+    short_ids = cols.pop("_short_id")
+    mangled_ids = cols.pop("_mangled")
+    strings = lookup(db, np.concatenate([name_ids, short_ids, mangled_ids]))
+    # demangled name; the short, then the mangled name where the demangled one is missing
+    known = np.fromiter(strings, dtype=np.int64, count=len(strings))
+    best = name_ids.copy()
+    for alt in (short_ids, mangled_ids):
+        bad = ~np.isin(best, known)
+        if not bad.any():
+            break
+        best[bad] = alt[bad]
+    static = cols["static_smem_bytes"]
+    dynamic = cols["dynamic_smem_bytes"]
+    cols["shared_mem_bytes"] = np.where((static >= 0) & (dynamic >= 0), static + dynamic, -1)
+    df = _frame(cols, "kernel", categorical(db, best, transform=strings))
+    df["_short"] = categorical(db, short_ids, transform=strings)
+    return df
+
+
+def read_memcpy(db: NsysDb) -> pd.DataFrame:
+    """Memcpy rows: ``bytes``; ``copy_kind`` code and a ``[CUDA memcpy <label>]`` name."""
+    if not db.has(MEMCPY):
+        return pd.DataFrame()
+    db.require(MEMCPY, (*COMMON, "bytes", "copyKind"))
+    cols = db.int_columns(MEMCPY, {**_COMMON_MAP, "bytes": "bytes", "_kind": "copyKind"})
+    kinds = cols.pop("_kind")
+    labels = db.enum_labels("ENUM_CUDA_MEMCPY_OPER", MEMCPY_KIND_LABELS)
+    names = {k: f"[CUDA memcpy {v}]" for k, v in labels.items()}
+    codes = {k: MEMCPY_KIND_CODES.get(k, labels.get(k, str(k))) for k in {*labels, *kinds}}
+    df = _frame(cols, "memcpy", categorical(db, kinds, transform=names))
+    df["copy_kind"] = categorical(db, kinds, transform=codes)
+    return df
+
+
+def read_memset(db: NsysDb) -> pd.DataFrame:
+    """Memset rows (``bytes`` set), named ``[CUDA memset]`` as in ``nsys stats``."""
+    if not db.has(MEMSET):
+        return pd.DataFrame()
+    db.require(MEMSET, (*COMMON, "bytes"))
+    cols = db.int_columns(MEMSET, {**_COMMON_MAP, "bytes": "bytes"})
+    n = len(cols["start_ns"])
+    return _frame(cols, "memset", pd.Categorical(["[CUDA memset]"] * n))
+
+
+def read_sync(db: NsysDb) -> pd.DataFrame:
+    """Synchronization rows, named by their ``syncType`` label."""
+    if not db.has(SYNC):
+        return pd.DataFrame()
+    db.require(SYNC, ("start", "end", "deviceId", "streamId"))
+    cols = db.int_columns(SYNC, {**_COMMON_MAP, "_type": "syncType"})
+    types = cols.pop("_type")
+    names = {int(t): SYNC_NAMES.get(int(t), SYNC_NAMES[0]) for t in np.unique(types)}
+    return _frame(cols, "sync", categorical(db, types, transform=names))
+
+
+def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
+    """All GPU rows of the export (kernels, memcpy, memset, sync), sorted by start time."""
+    parts = [p for p in (read_kernels(db), read_memcpy(db), read_memset(db), read_sync(db))]
+    parts = [p for p in parts if len(p.columns)]
+    if not parts:
+        return pd.DataFrame()
+    if len(parts) == 1:
+        df = parts[0]
+    else:
+        cats = {c: _union(parts, c) for c in ("name", "kind", "_short", "copy_kind")}
+        df = pd.concat(
+            [p.drop(columns=list(cats), errors="ignore") for p in parts],
+            ignore_index=True,
+            sort=False,
+        )
+        for c, values in cats.items():
+            df[c] = values
+        ints = [c for c in df.columns if c not in ("name", "kind", *cats)]
+        df[ints] = df[ints].fillna(-1).astype(np.int64)
+    order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
+    return df.iloc[order].reset_index(drop=True)
+
+
+def _union(parts: list[pd.DataFrame], col: str) -> pd.Categorical:
+    """Concatenate one categorical column of every part (all-missing where a part lacks it)."""
+    return concat_categoricals(
+        [p[col].array if col in p else len(p) for p in parts]  # type: ignore[misc]
+    )

@@ -1,0 +1,268 @@
+"""Open an Nsight Systems SQLite export read-only and describe what it holds.
+
+:class:`NsysDb` is the only place that talks to SQLite for the nsys reader.  It opens the file
+through SQLAlchemy with a read-only URI (``file:...?mode=ro``), checks that the file is a whole
+SQLite database and an nsys export, probes ``sqlite_master`` / ``PRAGMA table_info`` (tables are
+created lazily, columns were added over the schema versions: ``docs/nsys.md``) and turns every
+SQLite failure into a one-line :class:`~collectors.errors.InputError` naming the file.
+
+Reads are columnar: :meth:`NsysDb.int_columns` runs one ``SELECT`` over the raw DB-API cursor and
+returns one int64 numpy array per column (NULL → ``-1``, absent optional column → all ``-1``).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from collectors.errors import InputError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+"""Export metadata: ``META_DATA_EXPORT`` from export schema 3.4, ``EXPORT_META_DATA`` before."""
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _decode_text(raw: bytes) -> str:
+    # some exports hold non-UTF-8 bytes (TARGET_INFO_SYSTEM_ENV): never fail on them
+    return raw.decode("utf-8", errors="replace")
+
+
+def _header_problem(path: Path) -> str | None:
+    """Why the file is not a whole SQLite database, or None (reads only the 100-byte header)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(100)
+    except IsADirectoryError:
+        return "is a directory, not an SQLite export"
+    except OSError as e:
+        return f"cannot read file: {e.strerror or e}"
+    if head[:16] != SQLITE_MAGIC:
+        return (
+            "not an SQLite file (expected an Nsight Systems export written by "
+            "`nsys export --type sqlite`)"
+        )
+    if len(head) < 100:
+        return "truncated SQLite file (shorter than its 100-byte header)"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    n_pages = int.from_bytes(head[28:32], "big")
+    # the in-header size is valid when the change counter matches "version-valid-for"
+    if head[24:28] == head[92:96] and n_pages and size < n_pages * page_size:
+        return (
+            f"truncated SQLite export: its header says {n_pages * page_size} bytes, the file has "
+            f"{size}; copy or export it again"
+        )
+    return None
+
+
+def _sqlite_message(err: BaseException) -> str:
+    text = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return f"SQLite database is locked by another process ({text}); retry when it is released"
+    if "malformed" in low or "not a database" in low or "corrupt" in low:
+        return f"corrupt or truncated SQLite export ({text}); export it again"
+    if "unable to open" in low:
+        return f"cannot open SQLite file ({text})"
+    return f"cannot read SQLite export ({text})"
+
+
+class NsysDb:
+    """A read-only nsys export: table/column probing, metadata, columnar reads.
+
+    Use as a context manager; every SQLite error inside the ``with`` block (and in
+    :meth:`errors`) becomes an :class:`InputError` naming the file.
+
+    Raises:
+        InputError: not readable, not SQLite, truncated, locked, corrupt, or not an nsys export.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 2.0) -> None:
+        self.path = Path(path)
+        problem = _header_problem(self.path)
+        if problem:
+            raise InputError(problem, path=self.path)
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, check_same_thread=False)
+            conn.text_factory = _decode_text
+            return conn
+
+        self._engine = sa.create_engine("sqlite://", creator=connect, poolclass=NullPool)
+        self._conn: sa.Connection | None = None
+        self._columns: dict[str, tuple[str, ...]] = {}
+        self.meta: dict[str, str] = {}
+        self.tables: frozenset[str] = frozenset()
+        try:
+            with self.errors():
+                self._conn = self._engine.connect()
+                rows = self._dbapi().execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+                self.tables = frozenset(r[0] for r in rows)
+            if not any(t in self.tables for t in META_TABLES):
+                raise InputError(
+                    "SQLite file is not an Nsight Systems export (no META_DATA_EXPORT or "
+                    "EXPORT_META_DATA table)",
+                    path=self.path,
+                )
+            with self.errors():
+                self.meta = self._read_meta()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> NsysDb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connection and the engine."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._engine.dispose()
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn SQLite/SQLAlchemy errors raised in the block into one-line InputErrors."""
+        try:
+            yield
+        except (sqlite3.Error, sa.exc.DBAPIError) as err:
+            raise InputError(_sqlite_message(err), path=self.path) from None
+
+    def _dbapi(self) -> Any:
+        assert self._conn is not None, "NsysDb is closed"
+        return self._conn.connection.dbapi_connection
+
+    # -- probing -----------------------------------------------------------------------------
+    def has(self, table: str) -> bool:
+        """True when the export has this table (it may still be empty)."""
+        return table in self.tables
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        """Column names of *table* (empty when the table is absent)."""
+        if table not in self.tables:
+            return ()
+        if table not in self._columns:
+            _check_ident(table)
+            with self.errors():
+                rows = self._dbapi().execute(f"PRAGMA table_info({table})").fetchall()
+            self._columns[table] = tuple(r[1] for r in rows)
+        return self._columns[table]
+
+    def require(self, table: str, columns: Sequence[str]) -> None:
+        """Raise InputError naming the first required column missing from *table*."""
+        have = set(self.columns(table))
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise InputError(
+                f"table {table} lacks required column(s) {', '.join(missing)} "
+                f"(export schema {self.schema_version or 'unknown'})",
+                path=self.path,
+            )
+
+    def require_table(self, table: str) -> None:
+        """Raise InputError when a required table is absent."""
+        if table not in self.tables:
+            raise InputError(
+                f"required table {table} is missing from this Nsight Systems export",
+                path=self.path,
+            )
+
+    def _read_meta(self) -> dict[str, str]:
+        table = next(t for t in META_TABLES if t in self.tables)
+        self.require(table, ("name", "value"))
+        meta: dict[str, str] = {"_table": table}
+        for name, value in self._dbapi().execute(f"SELECT name, value FROM {table}"):
+            if name is not None and name not in meta:
+                meta[str(name)] = "" if value is None else str(value)
+        return meta
+
+    @property
+    def schema_version(self) -> str | None:
+        """``EXPORT_SCHEMA_VERSION`` (e.g. ``3.16.1``), the key for schema-dependent features."""
+        return self.meta.get("EXPORT_SCHEMA_VERSION")
+
+    @property
+    def product_version(self) -> str | None:
+        """``EXPORT_PRODUCT_VERSION`` (the nsys release, e.g. ``2024.6.2.25``)."""
+        return self.meta.get("EXPORT_PRODUCT_VERSION")
+
+    # -- reads -------------------------------------------------------------------------------
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """All rows of a query (small tables only)."""
+        with self.errors():
+            return self._dbapi().execute(sql, tuple(params)).fetchall()
+
+    def int_columns(
+        self,
+        table: str,
+        columns: Mapping[str, str],
+        *,
+        where: str | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Read integer columns of *table* in one pass: ``{out_name: int64 array}``.
+
+        *columns* maps output names to source column names; a source column the table lacks
+        yields an all ``-1`` array, NULL cells read as ``-1``.  Rows come in rowid order.
+        """
+        have = set(self.columns(table))
+        present = {k: v for k, v in columns.items() if v in have}
+        for v in present.values():
+            _check_ident(v)
+        n_rows = 0
+        data: np.ndarray = np.empty((0, len(present)), dtype=np.int64)
+        if present:
+            exprs = ", ".join(f"ifnull({v}, -1)" for v in present.values())
+            sql = f"SELECT {exprs} FROM {table}"
+            if where:
+                sql += f" WHERE {where}"
+            with self.errors():
+                rows = self._dbapi().execute(sql).fetchall()
+            n_rows = len(rows)
+            if n_rows:
+                data = np.array(rows, dtype=np.int64).reshape(n_rows, len(present))
+        else:
+            with self.errors():
+                sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
+                n_rows = int(self._dbapi().execute(sql).fetchone()[0])
+        out: dict[str, np.ndarray] = {}
+        idx = {k: i for i, k in enumerate(present)}
+        for k in columns:
+            if k in idx:
+                out[k] = np.ascontiguousarray(data[:, idx[k]]) if n_rows else np.empty(0, np.int64)
+            else:
+                out[k] = np.full(n_rows, -1, dtype=np.int64)
+        return out
+
+    def enum_labels(self, enum: str, fallback: Mapping[int, str]) -> dict[int, str]:
+        """``{id: label}`` of an ``ENUM_*`` table, over *fallback* (2022.2 exports have none)."""
+        out = dict(fallback)
+        if enum in self.tables and {"id", "label"} <= set(self.columns(enum)):
+            for i, label in self.rows(f"SELECT id, label FROM {enum}"):
+                if i is not None and label:
+                    out[int(i)] = str(label)
+        return out
+
+
+def _check_ident(name: str) -> None:
+    # table and column names come from our own constants or from PRAGMA output; refuse
+    # anything that would need quoting rather than splice it into SQL
+    if not _IDENT.match(name):
+        raise ValueError(f"unexpected SQL identifier {name!r}")

@@ -1,0 +1,90 @@
+"""Resolve ``StringIds`` references of an nsys export into interned (category) strings.
+
+Every name in an export is an integer id into ``StringIds(id, value)``: kernel
+``demangledName`` / ``shortName`` / ``mangledName``, runtime ``nameId``, NVTX ``textId``,
+``ThreadNames.nameId``.  Only the ids a table uses are fetched (one query, the id list passed
+as a JSON array), and a column of ids becomes a pandas ``Categorical`` without building one
+Python string per row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+
+from collectors.nsys_schema import NsysDb
+
+_API_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+def strip_api_version(name: str) -> str:
+    """``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel`` (nsys appends the API version)."""
+    return _API_VERSION_SUFFIX.sub("", name)
+
+
+def lookup(db: NsysDb, ids: np.ndarray) -> dict[int, str]:
+    """``{id: value}`` for the distinct non-negative *ids* found in ``StringIds``."""
+    want = np.unique(ids[ids >= 0]) if ids.size else ids
+    if want.size == 0 or not db.has("StringIds"):
+        return {}
+    db.require("StringIds", ("id", "value"))
+    rows = db.rows(
+        "SELECT id, value FROM StringIds WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(want.tolist()),),
+    )
+    return {int(i): ("" if v is None else str(v)) for i, v in rows}
+
+
+def categorical(
+    db: NsysDb,
+    ids: np.ndarray,
+    *,
+    transform: dict[int, str] | None = None,
+    strip_version: bool = False,
+) -> pd.Categorical:
+    """A Categorical of the strings behind *ids* (``-1`` or an unknown id → missing).
+
+    *transform*, when given, is used instead of a ``StringIds`` lookup (id → string).
+    *strip_version* removes the ``_v<N>`` API-version suffix.
+    """
+    if ids.size == 0:
+        return pd.Categorical([])
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    table = lookup(db, uniq) if transform is None else transform
+    values = [table.get(int(i)) for i in uniq]
+    if strip_version:
+        values = [None if v is None else strip_api_version(v) for v in values]
+    # distinct ids may carry equal strings: map ids to unique category positions
+    cats: dict[str, int] = {}
+    code_of_uniq = np.empty(len(values), dtype=np.int64)
+    for j, v in enumerate(values):
+        code_of_uniq[j] = -1 if v is None else cats.setdefault(v, len(cats))
+    codes = code_of_uniq[inverse.reshape(-1)]
+    return pd.Categorical.from_codes(codes, categories=pd.Index(list(cats)))
+
+
+def concat_categoricals(items: list[pd.Categorical | int]) -> pd.Categorical:
+    """Concatenate Categoricals (an int *n* stands for *n* missing values) into one.
+
+    Unlike ``union_categoricals`` this accepts categories of different dtypes (an all-missing
+    part has object categories) and never builds one Python object per row.
+    """
+    cats: dict[str, int] = {}
+    codes = []
+    for item in items:
+        if isinstance(item, int):
+            codes.append(np.full(item, -1, dtype=np.int64))
+            continue
+        remap = np.array(
+            [cats.setdefault(str(v), len(cats)) for v in item.categories], dtype=np.int64
+        )
+        own = np.asarray(item.codes, dtype=np.int64)
+        if remap.size:
+            codes.append(np.where(own < 0, -1, remap[np.maximum(own, 0)]))
+        else:
+            codes.append(np.full(own.size, -1, dtype=np.int64))
+    all_codes = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+    return pd.Categorical.from_codes(all_codes, categories=pd.Index(list(cats)))
