@@ -32,6 +32,8 @@ RANK_SECTIONS: list[tuple[str, str]] = [
     ("temporal", "reports.core_sections:temporal"),
     ("overlap", "reports.core_sections:overlap"),
     ("steps", "reports.core_sections:steps"),
+    ("occupancy", "reports.efficiency_sections:occupancy"),
+    ("roofline", "reports.efficiency_sections:roofline"),
 ]
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 

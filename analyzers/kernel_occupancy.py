@@ -1,0 +1,274 @@
+"""Theoretical occupancy of every traced kernel launch, achieved occupancy beside it, and the
+hot kernels that run at low theoretical occupancy.
+
+For each kernel row of ``trace.gpu`` with a launch configuration (``block_*``,
+``registers_per_thread`` and shared memory known) the calculator of :mod:`analyzers.occupancy`
+runs on the device's limits (:func:`analyzers.arch.limits_for_device`).  Shared memory per block
+is ``static + dynamic`` where the source splits it (nsys), else ``shared_mem_bytes`` (Kineto
+``shared memory``).  Launches are grouped by (name, block, registers, shared memory):
+
+* ``theoretical_pct``: the calculator's occupancy; ``limiters``: every binding resource;
+* ``est_achieved_pct``: CUPTI's ``est. achieved occupancy %`` (Kineto), duration-weighted mean
+  over the group's launches that carry it;
+* ``ncu_achieved_pct``: mean ``sm__warps_active.avg.pct_of_peak_sustained_active`` of the ncu
+  launches with the same kernel name (anonymous-namespace spellings unified) and block size.
+
+Per rank: ``time_weighted_pct = Σ dur·theoretical / Σ dur`` over the kernels with a
+configuration, and ``coverage`` = that kernel time ÷ all kernel time.  Flagged: groups with at
+least ``min_time_share`` of the kernel time whose theoretical occupancy is below ``low_pct``,
+with the limiter and the nearest change that raises it.  Low occupancy is not a defect in
+itself (large GEMM tiles trade occupancy for registers); the flag says where to look.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzers.arch import ArchLimits, limits_for_device
+from analyzers.occupancy import LaunchConfig, OccupancyResult, occupancy, what_if
+from collectors.errors import UsageError
+from collectors.model import Trace
+
+NCU_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
+
+_ANON = re.compile(r"\(anonymous namespace\)|<unnamed>|(?<![\w<])unnamed>")
+
+
+def normalize_kernel_name(name: str) -> str:
+    """Unify anonymous-namespace spellings (CUPTI ``(anonymous namespace)``, ncu
+    ``<unnamed>``/``unnamed>``) and surrounding blanks, for joining sources."""
+    return _ANON.sub("(anon)", name.strip())
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A hot kernel at low theoretical occupancy."""
+
+    name: str
+    block: str
+    time_share: float
+    theoretical_pct: float
+    limiters: tuple[str, ...]
+    suggestion: str | None
+
+
+@dataclass(frozen=True)
+class KernelOccupancy:
+    """Per-kernel theoretical occupancy of one rank (see the module docstring)."""
+
+    arch: str | None
+    limits_source: str | None
+    groups: pd.DataFrame
+    """name, block, threads, registers, smem_bytes, calls, time_ns, time_share,
+    theoretical_pct, active_blocks, active_warps, limiters, est_achieved_pct,
+    ncu_achieved_pct, ncu_launches, error."""
+    time_weighted_pct: float | None
+    est_achieved_time_weighted_pct: float | None
+    coverage: float | None
+    kernels_with_config: int
+    kernels: int
+    flags: tuple[Flag, ...]
+    reason: str | None = None
+    """Why nothing was computed (no device properties, unknown architecture...)."""
+
+
+def _ncu_achieved(ncu: Any) -> dict[tuple[str, tuple[int, int, int] | None], list[float]]:
+    out: dict[tuple[str, tuple[int, int, int] | None], list[float]] = {}
+    if ncu is None:
+        return out
+    for la in getattr(ncu, "launches", ()):
+        v = la.get(NCU_ACHIEVED)
+        if v is None:
+            continue
+        name = normalize_kernel_name(la.kernel_name)
+        out.setdefault((name, la.block), []).append(v)
+        out.setdefault((name, None), []).append(v)
+    return out
+
+
+def _config(row: Any) -> LaunchConfig:
+    threads = int(row.block_x) * int(row.block_y) * int(row.block_z)
+    if row.static_smem_bytes >= 0 or row.dynamic_smem_bytes >= 0:
+        static, dynamic = max(int(row.static_smem_bytes), 0), max(int(row.dynamic_smem_bytes), 0)
+    else:
+        static, dynamic = 0, max(int(row.shared_mem_bytes), 0)
+    return LaunchConfig(threads, int(row.registers_per_thread), static, dynamic)
+
+
+def kernel_occupancy(
+    trace: Trace,
+    ncu: Any = None,
+    *,
+    arch: str | None = None,
+    low_pct: float = 50.0,
+    min_time_share: float = 0.01,
+    max_flags: int = 10,
+) -> KernelOccupancy:
+    """Theoretical (and achieved, where recorded) occupancy of *trace*'s kernels.
+
+    *ncu* is an optional :class:`collectors.ncu.NcuReport`; *arch* overrides the device's
+    compute capability (e.g. for traces without device properties).
+    """
+    gpu = trace.gpu
+    k = gpu[gpu["kind"] == "kernel"]
+    n_kernels = len(k)
+    have = k[
+        (k["block_x"] > 0)
+        & (k["block_y"] > 0)
+        & (k["block_z"] > 0)
+        & (k["registers_per_thread"] >= 0)
+        & (
+            (k["shared_mem_bytes"] >= 0)
+            | (k["static_smem_bytes"] >= 0)
+            | (k["dynamic_smem_bytes"] >= 0)
+        )
+    ]
+
+    def empty(reason: str, lim: ArchLimits | None = None) -> KernelOccupancy:
+        return KernelOccupancy(
+            lim.arch if lim else arch,
+            lim.source if lim else None,
+            pd.DataFrame(),
+            None,
+            None,
+            None,
+            len(have),
+            n_kernels,
+            (),
+            reason,
+        )
+
+    if have.empty:
+        return empty("no kernel carries a launch configuration (block, registers, shared memory)")
+    device = trace.gpu_device
+    try:
+        if device is not None:
+            lim = limits_for_device(device, arch)
+        elif arch is not None:
+            from analyzers.arch import arch_limits
+
+            lim = arch_limits(arch)
+        else:
+            return empty("the trace records no device properties (compute capability)")
+    except UsageError as err:
+        return empty(str(err))
+
+    dur = (have["end_ns"] - have["start_ns"]).to_numpy(dtype=np.int64)
+    keys = ["block_x", "block_y", "block_z", "registers_per_thread"]
+    keys += ["static_smem_bytes", "dynamic_smem_bytes", "shared_mem_bytes"]
+    uniq = have[keys].drop_duplicates()
+    results: dict[tuple[int, ...], OccupancyResult | str] = {}
+    for row in uniq.itertuples(index=False):
+        cfg = _config(row)
+        try:
+            results[tuple(int(v) for v in row)] = occupancy(lim, cfg)
+        except UsageError as err:
+            results[tuple(int(v) for v in row)] = str(err)
+    cfg_keys = [tuple(int(v) for v in r) for r in have[keys].itertuples(index=False)]
+    occ = np.array(
+        [
+            r.occupancy_pct if isinstance(r, OccupancyResult) else np.nan
+            for r in (results[c] for c in cfg_keys)
+        ]
+    )
+    est = have["est_achieved_occupancy"].to_numpy(dtype=float)
+
+    ok = ~np.isnan(occ)
+    all_time = int((k["end_ns"] - k["start_ns"]).sum())
+    tw = float((dur[ok] * occ[ok]).sum() / dur[ok].sum()) if dur[ok].sum() > 0 else None
+    est_ok = ~np.isnan(est)
+    est_tw = (
+        float((dur[est_ok] * est[est_ok]).sum() / dur[est_ok].sum())
+        if dur[est_ok].sum() > 0
+        else None
+    )
+    coverage = float(dur[ok].sum() / all_time) if all_time > 0 else None
+
+    frame = pd.DataFrame(
+        {
+            "name": have["name"].astype(object).to_numpy(),
+            "cfg": cfg_keys,
+            "dur": dur,
+            "est_w": np.where(est_ok, est * dur, 0.0),
+            "est_dur": np.where(est_ok, dur, 0),
+        }
+    )
+    agg = frame.groupby(["name", "cfg"], sort=False).agg(
+        calls=("dur", "size"),
+        time_ns=("dur", "sum"),
+        est_w=("est_w", "sum"),
+        est_dur=("est_dur", "sum"),
+    )
+    ncu_map = _ncu_achieved(ncu)
+    rows = []
+    for (name, cfg_key), g in agg.iterrows():
+        res = results[cfg_key]
+        bx, by, bz = cfg_key[0], cfg_key[1], cfg_key[2]
+        cfg = _config(pd.Series(dict(zip(keys, cfg_key, strict=True))))
+        nname = normalize_kernel_name(str(name))
+        ncu_vals = ncu_map.get((nname, (bx, by, bz))) or ncu_map.get((nname, None)) or []
+        is_ok = isinstance(res, OccupancyResult)
+        rows.append(
+            {
+                "name": name,
+                "block": f"{bx}x{by}x{bz}",
+                "threads": cfg.threads_per_block,
+                "registers": cfg.regs_per_thread,
+                "smem_bytes": cfg.smem,
+                "calls": int(g["calls"]),
+                "time_ns": int(g["time_ns"]),
+                "time_share": float(g["time_ns"] / all_time) if all_time else math.nan,
+                "theoretical_pct": res.occupancy_pct if is_ok else math.nan,
+                "active_blocks": res.active_blocks if is_ok else -1,
+                "active_warps": res.active_warps if is_ok else -1,
+                "limiters": ",".join(res.limiters) if is_ok else "",
+                "est_achieved_pct": float(g["est_w"] / g["est_dur"])
+                if g["est_dur"] > 0
+                else math.nan,
+                "ncu_achieved_pct": float(np.mean(ncu_vals)) if ncu_vals else math.nan,
+                "ncu_launches": len(ncu_vals),
+                "error": "" if is_ok else str(res),
+                "launch_config": cfg,
+            }
+        )
+    groups = pd.DataFrame(rows).sort_values(
+        ["time_ns", "name"], ascending=[False, True], kind="stable"
+    )
+    flags = []
+    for r in groups.itertuples(index=False):
+        if len(flags) >= max_flags:
+            break
+        if (
+            not math.isnan(r.theoretical_pct)
+            and r.theoretical_pct < low_pct
+            and r.time_share >= min_time_share
+        ):
+            wi = what_if(lim, r.launch_config)
+            flags.append(
+                Flag(
+                    str(r.name),
+                    r.block,
+                    float(r.time_share),
+                    float(r.theoretical_pct),
+                    tuple(r.limiters.split(",")),
+                    wi.suggestions[0].text() if wi.suggestions else None,
+                )
+            )
+    groups = groups.drop(columns="launch_config").reset_index(drop=True)
+    return KernelOccupancy(
+        lim.arch,
+        lim.source,
+        groups,
+        tw,
+        est_tw,
+        coverage,
+        len(have),
+        n_kernels,
+        tuple(flags),
+    )

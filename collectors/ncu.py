@@ -1,0 +1,355 @@
+"""Nsight Compute CSV exports (``ncu --csv``) → one typed record per profiled kernel launch.
+
+Both export layouts of ``reference/ncu.md`` §1 are read:
+
+* **long** (details page, the default): one row per (launch ``ID``, metric), columns
+  ``ID, Kernel Name, …, Metric Name, Metric Unit, Metric Value``;
+* **wide** (``--page raw``): one row per launch, one column per metric, the line after the
+  header holds the units.
+
+Quirks handled: anything before the header line (application output, ``==PROF==``/
+``==ERROR==``/``==WARNING==`` lines), a UTF-8 byte-order mark, thousands separators inside
+quoted numbers (``"134,221,568"``, ``"5,318,969,728.00"``) and the swapped separators of some
+locales (``"5.318.969.728,00"``, decided once per file), ``n/a``, and auto-scaled units.
+Every value is converted to a base unit: bytes, nanoseconds, cycles, per-second rates (``1/s``)
+and plain counts; ``Kbyte`` = 1,000 bytes (ncu uses decimal prefixes; ncu.md marks this
+[unverified] — export with ``--print-units base`` to avoid relying on it).
+
+    ==========================  ============  =================
+    Metric Unit, Metric Value   unit (base)   value
+    ==========================  ============  =================
+    ``byte``, ``"134,221,568"``   byte          134221568.0
+    ``usecond``, ``"292.93"``     ns            292930.0
+    ``cycle/usecond``, ``"1.5"``  cycle/s       1.5e6
+    ==========================  ============  =================
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import pandas as pd
+
+from collectors.errors import InputError
+
+LONG_REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
+"""Columns a long-format export must have."""
+
+ID_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "Section Name",
+    "Metric Name",
+    "Metric Unit",
+    "Metric Value",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+    "Estimated Speedup Type",
+    "Estimated Speedup",
+)
+"""Identification and rule columns: everything else in a wide export is a metric."""
+
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME_NS = {
+    "nsecond": 1.0,
+    "ns": 1.0,
+    "usecond": 1e3,
+    "us": 1e3,
+    "msecond": 1e6,
+    "ms": 1e6,
+    "second": 1e9,
+    "s": 1e9,
+}
+_COUNT_BASES = (
+    "byte",
+    "cycle",
+    "inst",
+    "sector",
+    "request",
+    "warp",
+    "thread",
+    "block",
+    "wavefront",
+)
+
+
+@dataclass(frozen=True)
+class NcuLaunch:
+    """One profiled kernel launch: identification plus its metrics in base units."""
+
+    id: int
+    kernel_name: str
+    block: tuple[int, int, int] | None
+    grid: tuple[int, int, int] | None
+    device: int | None
+    cc: str | None
+    """Compute capability as written, e.g. ``"8.0"``."""
+    process_id: int | None
+    stream: int | None
+    metrics: Mapping[str, float | None]
+    """Metric name → value in base units (None = ``n/a`` or unparseable)."""
+    units: Mapping[str, str]
+    """Metric name → base unit (``byte``, ``ns``, ``cycle/s``, ``%``, ``""``...)."""
+    raw: Mapping[str, tuple[str, str]]
+    """Metric name → (unit, value) exactly as written, for messages."""
+
+    def get(self, name: str) -> float | None:
+        """A metric's value in base units, or None when absent or unavailable."""
+        return self.metrics.get(name)
+
+
+@dataclass(frozen=True)
+class NcuReport:
+    """A parsed Nsight Compute CSV: launches in file order."""
+
+    path: str
+    layout: str
+    """``long`` | ``wide``."""
+    launches: tuple[NcuLaunch, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    preamble: tuple[str, ...] = field(default_factory=tuple)
+    """Lines before the header (application output, ``==PROF==``/``==ERROR==`` messages)."""
+
+    def metric_names(self) -> set[str]:
+        return {m for la in self.launches for m in la.metrics}
+
+    def table(self) -> pd.DataFrame:
+        """Tidy table: launch_id, kernel, metric, unit, value (base units)."""
+        rows = [
+            (la.id, la.kernel_name, m, la.units[m], v)
+            for la in self.launches
+            for m, v in la.metrics.items()
+        ]
+        return pd.DataFrame(rows, columns=["launch_id", "kernel", "metric", "unit", "value"])
+
+
+def convert_unit(unit: str, value: float) -> tuple[float, str]:
+    """Convert *value* in ncu's *unit* to gpuscope's base unit; unknown units pass through.
+
+    ``byte``-like counts and cycles keep their name (``Mbyte`` → ``byte`` ×1e6), times go
+    to ``ns``, rates ``X/<time>`` and ``hz`` to ``X/s``.
+    """
+    u = unit.strip()
+    if u in ("", "%"):
+        return value, u
+    low = u.lower()
+    if low.endswith("hz") and low[:-2].upper() in _PREFIX:
+        return value * _PREFIX[low[:-2].upper()], "cycle/s"
+    if u in _TIME_NS:
+        return value * _TIME_NS[u], "ns"
+    if "/" in u:
+        num, _, den = u.partition("/")
+        if den in _TIME_NS:
+            nval, nunit = convert_unit(num, value)
+            return nval * 1e9 / _TIME_NS[den], f"{nunit}/s"
+        return value, u
+    for base in _COUNT_BASES:
+        if u.endswith(base) and u[: -len(base)] in _PREFIX:
+            return value * _PREFIX[u[: -len(base)]], base
+    return value, u
+
+
+_US_NUM = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
+_EU_NUM = re.compile(r"^[+-]?(\d{1,3}(\.\d{3})+|\d+)(,\d+)?([eE][+-]?\d+)?$")
+
+
+def _swapped_locale(values: list[str]) -> bool:
+    """True when the file writes ``1.234.567,89`` (decided from unambiguous values)."""
+    for v in values:
+        s = v.strip()
+        if s.count(".") > 1 or ("," in s and "." in s and s.rfind(",") > s.rfind(".")):
+            return True
+        if re.fullmatch(r"[+-]?\d+,\d{1,2}", s):
+            return True
+    return False
+
+
+def parse_number(text: str, swapped: bool = False) -> float | None:
+    """An ncu value string → float; None for ``n/a``/empty/unparseable."""
+    s = text.strip()
+    if not s or s.lower() in ("n/a", "nan", "-"):
+        return None
+    if swapped:
+        if not _EU_NUM.match(s):
+            return None
+        s = s.replace(".", "").replace(",", ".")
+    else:
+        if not _US_NUM.match(s):
+            return None
+        s = s.replace(",", "")
+    try:
+        return float(s)
+    except ValueError:  # pragma: no cover - the regexes admit only floats
+        return None
+
+
+def _dims(text: str | None) -> tuple[int, int, int] | None:
+    if not text:
+        return None
+    nums = re.findall(r"\d+", text)
+    if len(nums) != 3:
+        return None
+    return (int(nums[0]), int(nums[1]), int(nums[2]))
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    s = text.strip().replace(",", "")
+    return int(s) if s.isdigit() else None
+
+
+def _split_header(text: str, path: Path) -> tuple[list[str], str]:
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        stripped = line.lstrip("\ufeff").lstrip()
+        if stripped.startswith('"ID"') or stripped.startswith("ID,"):
+            return [ln.rstrip("\r\n") for ln in lines[:i]], "".join(lines[i:]).lstrip("\ufeff")
+    raise InputError(
+        'not an Nsight Compute CSV export: no header line starting with "ID" '
+        "(export with `ncu --csv` or `ncu --import FILE.ncu-rep --csv`)",
+        path=path,
+    )
+
+
+def read_ncu_csv(path: str | Path) -> NcuReport:
+    """Parse an ``ncu --csv`` export (long or wide layout).
+
+    Raises:
+        InputError: missing/unreadable file, no ``"ID"`` header, required columns absent,
+            or no kernel launch in the file.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=p) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path=p) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    preamble, body = _split_header(text, p)
+    rows = list(csv.reader(io.StringIO(body)))
+    header = [h.strip() for h in rows[0]]
+    records = [r for r in rows[1:] if any(c.strip() for c in r)]
+    if "Metric Name" in header:
+        missing = [c for c in LONG_REQUIRED if c not in header]
+        if missing:
+            raise InputError(f"ncu CSV lacks column(s) {', '.join(missing)}", path=p)
+        launches, warnings = _read_long(header, records)
+        layout = "long"
+    else:
+        if "Kernel Name" not in header:
+            raise InputError('ncu CSV lacks the "Kernel Name" column', path=p)
+        launches, warnings = _read_wide(header, records)
+        layout = "wide"
+    if not launches:
+        raise InputError("ncu CSV holds no kernel launch (header only)", path=p)
+    return NcuReport(str(p), layout, tuple(launches), tuple(warnings), tuple(preamble))
+
+
+def _launch(
+    ident: Mapping[str, str],
+    metrics: dict[str, float | None],
+    units: dict[str, str],
+    raw: dict[str, tuple[str, str]],
+) -> NcuLaunch:
+    return NcuLaunch(
+        id=_int(ident.get("ID")) if _int(ident.get("ID")) is not None else -1,
+        kernel_name=ident.get("Kernel Name", ""),
+        block=_dims(ident.get("Block Size")),
+        grid=_dims(ident.get("Grid Size")),
+        device=_int(ident.get("Device")),
+        cc=(ident.get("CC") or None),
+        process_id=_int(ident.get("Process ID")),
+        stream=_int(ident.get("Stream")),
+        metrics=MappingProxyType(metrics),
+        units=MappingProxyType(units),
+        raw=MappingProxyType(raw),
+    )
+
+
+def _read_long(header: list[str], records: list[list[str]]) -> tuple[list[NcuLaunch], list[str]]:
+    col = {h: i for i, h in enumerate(header)}
+    swapped = _swapped_locale([r[col["Metric Value"]] for r in records if len(r) == len(header)])
+    order: list[str] = []
+    ident: dict[str, dict[str, str]] = {}
+    metrics: dict[str, dict[str, float | None]] = {}
+    units: dict[str, dict[str, str]] = {}
+    raw: dict[str, dict[str, tuple[str, str]]] = {}
+    warnings: list[str] = []
+    for n, r in enumerate(records, start=1):
+        if len(r) != len(header):
+            warnings.append(f"row {n}: {len(r)} fields, header has {len(header)}; skipped")
+            continue
+        key = r[col["ID"]].strip()
+        if key not in ident:
+            order.append(key)
+            ident[key] = {h: r[i].strip() for i, h in enumerate(header)}
+            metrics[key], units[key], raw[key] = {}, {}, {}
+        name = r[col["Metric Name"]].strip()
+        unit = r[col["Metric Unit"]].strip()
+        sval = r[col["Metric Value"]]
+        value = parse_number(sval, swapped)
+        if value is None and sval.strip().lower() not in ("", "n/a"):
+            warnings.append(f"launch {key}: {name} = {sval!r} is not a number")
+        base_unit = unit
+        if value is not None:
+            value, base_unit = convert_unit(unit, value)
+        else:
+            base_unit = convert_unit(unit, 0.0)[1]
+        if name in metrics[key] and metrics[key][name] != value:
+            warnings.append(f"launch {key}: {name} appears twice with different values")
+            continue
+        metrics[key][name] = value
+        units[key][name] = base_unit
+        raw[key][name] = (unit, sval)
+    return [_launch(ident[k], metrics[k], units[k], raw[k]) for k in order], warnings
+
+
+def _read_wide(header: list[str], records: list[list[str]]) -> tuple[list[NcuLaunch], list[str]]:
+    metric_cols = [i for i, h in enumerate(header) if h not in ID_COLUMNS]
+    unit_row: list[str] | None = None
+    if records and not records[0][header.index("ID")].strip():
+        unit_row, records = records[0], records[1:]
+    swapped = _swapped_locale([r[i] for r in records for i in metric_cols if i < len(r)])
+    launches: list[NcuLaunch] = []
+    warnings: list[str] = []
+    for n, r in enumerate(records, start=1):
+        if len(r) != len(header):
+            warnings.append(f"row {n}: {len(r)} fields, header has {len(header)}; skipped")
+            continue
+        ident = {header[i]: r[i].strip() for i in range(len(header)) if header[i] in ID_COLUMNS}
+        metrics: dict[str, float | None] = {}
+        units: dict[str, str] = {}
+        raw: dict[str, tuple[str, str]] = {}
+        for i in metric_cols:
+            name = header[i]
+            unit = unit_row[i].strip() if unit_row else ""
+            value = parse_number(r[i], swapped)
+            if value is not None:
+                value, base = convert_unit(unit, value)
+            else:
+                base = convert_unit(unit, 0.0)[1]
+            metrics[name], units[name], raw[name] = value, base, (unit, r[i])
+        launches.append(_launch(ident, metrics, units, raw))
+    return launches, warnings

@@ -1,0 +1,118 @@
+"""Per-rank JSON summary sections ``occupancy`` and ``roofline`` (docs/efficiency.md).
+
+``extras`` keys read here: ``"ncu"`` (a :class:`collectors.ncu.NcuReport`, from
+``gpuscope analyze --ncu``) and ``"gpu_peaks"`` (a user peak file path or a loaded
+:class:`analyzers.gpu_peaks.PeakTable`).  The ncu roofline describes the profiled launches of
+that file, so it is the same in every rank's section.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analyzers.gpu_peaks import PeakTable, load_peaks
+from analyzers.kernel_occupancy import kernel_occupancy
+from analyzers.op_models import op_costs, op_groups
+from analyzers.options import AnalysisOptions
+from analyzers.roofline import ncu_roofline, op_roofline
+from collectors.errors import InputError
+from collectors.model import Trace
+
+TOP_N = 50
+"""Kernel groups / roofline points listed per rank (largest first); totals cover all."""
+
+
+def _num(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if hasattr(x, "item"):
+        return _num(x.item())
+    return x
+
+
+def _peaks(extras: Mapping[str, Any]) -> PeakTable:
+    p = extras.get("gpu_peaks")
+    if isinstance(p, PeakTable):
+        return p
+    return load_peaks(Path(p) if p else None)
+
+
+def occupancy(
+    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Theoretical occupancy per kernel, time-weighted per rank, achieved beside it, flags.
+
+    None when no kernel of the rank carries a launch configuration.
+    """
+    r = kernel_occupancy(trace, extras.get("ncu"))
+    if r.kernels_with_config == 0:
+        return None
+    out: dict[str, Any] = {
+        "arch": r.arch,
+        "limits_source": r.limits_source,
+        "kernels": r.kernels,
+        "kernels_with_config": r.kernels_with_config,
+        "coverage": _num(r.coverage),
+        "time_weighted_theoretical_pct": _num(r.time_weighted_pct),
+        "time_weighted_est_achieved_pct": _num(r.est_achieved_time_weighted_pct),
+        "reason": r.reason,
+        "groups_total": len(r.groups),
+        "by_kernel": [],
+        "flags": [
+            {
+                "name": f.name,
+                "block": f.block,
+                "time_share": f.time_share,
+                "theoretical_pct": f.theoretical_pct,
+                "limiters": list(f.limiters),
+                "suggestion": f.suggestion,
+            }
+            for f in r.flags
+        ],
+    }
+    for row in r.groups.head(TOP_N).to_dict("records"):
+        row["limiters"] = [x for x in row["limiters"].split(",") if x]
+        out["by_kernel"].append({k: _num(v) for k, v in row.items()})
+    return out
+
+
+def roofline(
+    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Op-shape roofline of the rank and, with ``extras["ncu"]``, the ncu roofline.
+
+    None when the rank has no modelled op with GPU work and no ncu report was given.
+    """
+    table = _peaks(extras)
+    device = trace.gpu_device
+    peaks = table.find(device.name) if device is not None else None
+    costs = op_costs(trace)
+    out: dict[str, Any] = {}
+    if not costs.empty:
+        groups = op_groups(costs)
+        points = op_roofline(groups, peaks)
+        gpu_time = trace.gpu[trace.gpu["kind"].isin(("kernel", "memcpy", "memset"))]
+        total = int((gpu_time["end_ns"] - gpu_time["start_ns"]).sum())
+        modelled = int(costs["kernel_time_ns"].sum())
+        out["ops"] = {
+            "gpu_peaks": peaks.name if peaks else None,
+            "device": device.name if device else None,
+            "modelled_calls": len(costs),
+            "modelled_gpu_time_ns": modelled,
+            "modelled_gpu_time_share": modelled / total if total else None,
+            "points_total": len(points),
+            "points": [p.to_dict() for p in points[:TOP_N]],
+        }
+    ncu = extras.get("ncu")
+    if ncu is not None:
+        ncu_peaks = None
+        if extras.get("ncu_gpu"):
+            ncu_peaks = table.get(str(extras["ncu_gpu"]))
+        try:
+            out["ncu"] = ncu_roofline(ncu, ncu_peaks).to_dict()
+        except InputError as err:
+            out["ncu"] = {"source": getattr(ncu, "path", None), "error": str(err)}
+    return out or None
