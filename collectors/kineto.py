@@ -26,16 +26,19 @@ import pandas as pd
 
 from collectors.errors import InputError
 from collectors.kineto_decode import (
-    COMM_RE,
     ActivityArgs,
     Event,
     GpuArgs,
+    InexactTimes,
     KinetoFile,
     MemoryArgs,
     MetaArgs,
     comm_args,
+    decimal_us_to_ns,
     decode,
     decode_args,
+    decode_args_joined,
+    exact_times,
     read_bytes,
     us_to_ns,
 )
@@ -136,9 +139,7 @@ def read_kineto(
     path = Path(path)
     data = read_bytes(path)
     doc = decode(data, path)
-    has_comm = COMM_RE.search(data) is not None
-    del data
-    return _build_trace(doc, path, rank=rank, include_python=include_python, has_comm=has_comm)
+    return _build_trace(doc, data, path, rank=rank, include_python=include_python)
 
 
 def rank_from_filename(name: str) -> int | None:
@@ -154,28 +155,57 @@ def rank_from_filename(name: str) -> int | None:
 # building the tables
 
 
+class _Clock:
+    """Exact nanosecond times of events (by index into ``traceEvents``).
+
+    Uses the decoded numbers (:func:`us_to_ns`) and falls back, once per file, to re-reading
+    all times as exact decimals when floats are too large for the float path.
+    """
+
+    def __init__(self, events: list[Event], data: bytes, path: Path) -> None:
+        self.events = events
+        self.data = data
+        self.path = path
+        self._exact: tuple[list[Any], list[Any]] | None = None
+
+    def ns(self, idx: Sequence[int], field: str) -> np.ndarray:
+        ev = self.events
+        values = [getattr(ev[i], field) for i in idx]
+        try:
+            return us_to_ns(values, self.path, field)
+        except InexactTimes:
+            if self._exact is None:
+                self._exact = exact_times(self.data, self.path)
+            col = self._exact[0 if field == "ts" else 1]
+            return decimal_us_to_ns([col[i] for i in idx])
+
+
 def _build_trace(
-    doc: KinetoFile, path: Path, *, rank: int | None, include_python: bool, has_comm: bool
+    doc: KinetoFile, data: bytes, path: Path, *, rank: int | None, include_python: bool
 ) -> Trace:
     events: list[Event] = doc.traceEvents or []
-    acts = [
-        e
-        for e in events
+    acts_idx = [
+        i
+        for i, e in enumerate(events)
         if e.ph == "X"
         and e.dur is not None
         and e.ts is not None
         and e.cat.__class__ is str
         and e.cat != "Trace"
     ]
+    acts = [events[i] for i in acts_idx]
     metas = [e for e in events if e.ph == "M"]
-    others = [e for e in events if e.ph in ("C", "i", "I")]
-    del events
+    others_idx = [i for i, e in enumerate(events) if e.ph in ("C", "i", "I") and e.ts is not None]
+    clock = _Clock(events, data, path)
 
-    counters = _counters(others, path)
+    counters = _counters(events, others_idx, clock)
     if not acts and not len(counters["ts_ns"]):
         raise InputError("trace holds no events (no activity or counter events)", path=path)
+    start = clock.ns(acts_idx, "ts")
+    end = start + clock.ns(acts_idx, "dur")
+    del clock, events, data
 
-    args = decode_args(acts, ActivityArgs, path)
+    args, joined, offsets = decode_args_joined(acts, ActivityArgs, path)
     cats = [e.cat for e in acts]
     streams = [a.stream for a in args]
     is_gpu = [
@@ -191,20 +221,25 @@ def _build_trace(
         for i, (g, c) in enumerate(zip(is_gpu, cats, strict=True))
         if not g and c != "gpu_user_annotation" and (include_python or c != "python_function")
     ]
-    comms = comm_args(acts) if has_comm else {}
+    comms = comm_args(acts, joined, offsets)
+    del joined, offsets
 
-    gpu = _gpu_columns(acts, args, gpu_idx, comms, path)
-    host = _host_columns(acts, args, host_idx, comms, path)
-    annotations = _annotation_columns(acts, args, host, host_idx, gpu_user_idx, path)
+    times = (start, end)
+    gpu = _gpu_columns(acts, args, gpu_idx, comms, times, path)
+    host = _host_columns(acts, args, host_idx, comms, times)
+    annotations = _annotation_columns(acts, args, host, gpu_user_idx, times)
 
-    meta = _meta(doc, path, rank, metas, cats, path)
+    meta = _meta(doc, path, rank, metas, cats)
     return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
 
 
 def _ints(values: Sequence[Any]) -> np.ndarray:
     """int64 column: integers kept (uint64 beyond int64 → -1), anything else → -1."""
-    out = [v if v.__class__ is int and -(2**63) <= v < 2**63 else -1 for v in values]
-    return np.array(out, dtype=np.int64)
+    out = [v if v.__class__ is int else -1 for v in values]
+    try:
+        return np.array(out, dtype=np.int64)
+    except OverflowError:
+        return np.array([v if -(2**63) <= v < 2**63 else -1 for v in out], dtype=np.int64)
 
 
 def _floats(values: Sequence[Any]) -> np.ndarray:
@@ -213,10 +248,9 @@ def _floats(values: Sequence[Any]) -> np.ndarray:
     return np.array(out, dtype=np.float64)
 
 
-def _times(rows: list[Event], path: Path) -> tuple[np.ndarray, np.ndarray]:
-    start = us_to_ns([e.ts for e in rows], path, "ts")
-    dur = us_to_ns([e.dur for e in rows], path, "dur")
-    return start, start + dur
+def _take(times: tuple[np.ndarray, np.ndarray], idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    sel = np.asarray(idx, dtype=np.int64)
+    return times[0][sel], times[1][sel]
 
 
 def _triples(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -233,13 +267,18 @@ def _external_ids(args: Sequence[Any]) -> np.ndarray:
 
 
 def _gpu_columns(
-    acts: list[Event], args: list[Any], idx: list[int], comms: dict[int, dict[str, Any]], path: Path
+    acts: list[Event],
+    args: list[Any],
+    idx: list[int],
+    comms: dict[int, dict[str, Any]],
+    times: tuple[np.ndarray, np.ndarray],
+    path: Path,
 ) -> dict[str, Any]:
     rows = [acts[i] for i in idx]
     a = [args[i] for i in idx]
     ga = decode_args(rows, GpuArgs, path)
     names = pd.Categorical([e.name if e.name.__class__ is str else "" for e in rows])
-    start, end = _times(rows, path)
+    start, end = _take(times, idx)
     kinds = [GPU_KIND_BY_CAT.get(e.cat, "other") for e in rows]
     device = _ints(
         [g.device if g.device is not None else e.pid for g, e in zip(ga, rows, strict=True)]
@@ -293,12 +332,16 @@ def _copy_kinds(names: pd.Categorical, kinds: list[str], ga: list[Any]) -> pd.Ca
 
 
 def _host_columns(
-    acts: list[Event], args: list[Any], idx: list[int], comms: dict[int, dict[str, Any]], path: Path
+    acts: list[Event],
+    args: list[Any],
+    idx: list[int],
+    comms: dict[int, dict[str, Any]],
+    times: tuple[np.ndarray, np.ndarray],
 ) -> dict[str, Any]:
     rows = [acts[i] for i in idx]
     a = [args[i] for i in idx]
     names = [e.name if e.name.__class__ is str else "" for e in rows]
-    start, end = _times(rows, path)
+    start, end = _take(times, idx)
     comm = []
     for i, name in zip(idx, names, strict=True):
         c = comms.get(i)
@@ -322,27 +365,19 @@ def _host_columns(
 
 def _compact(raws: Sequence[msgspec.Raw]) -> list[str | None]:
     """Compact JSON text of undecoded values (``[[2048, 2048]]`` → ``[[2048,2048]]``)."""
-    cache: dict[bytes, str] = {}
-    out: list[str | None] = []
-    for r in raws:
-        if not r:
-            out.append(None)
-            continue
-        key = bytes(r)
-        s = cache.get(key)
-        if s is None:
-            s = cache[key] = msgspec.json.encode(msgspec.json.decode(key)).decode()
-        out.append(s)
-    return out
+    keys = [bytes(r) for r in raws]
+    table = {
+        k: msgspec.json.encode(msgspec.json.decode(k)).decode() if k else None for k in set(keys)
+    }
+    return [table[k] for k in keys]
 
 
 def _annotation_columns(
     acts: list[Event],
     args: list[Any],
     host: dict[str, Any],
-    host_idx: list[int],
     gpu_user_idx: list[int],
-    path: Path,
+    times: tuple[np.ndarray, np.ndarray],
 ) -> dict[str, Any]:
     """Step (``ProfilerStep#N``), user (``user_annotation``) and ``gpu_user`` annotations."""
     names: pd.Categorical = host["name"]
@@ -359,7 +394,7 @@ def _annotation_columns(
     gu_rows = [acts[i] for i in gpu_user_idx]
     gu_args = [args[i] for i in gpu_user_idx]
     gu_names = [e.name if e.name.__class__ is str else "" for e in gu_rows]
-    gu_start, gu_end = _times(gu_rows, path)
+    gu_start, gu_end = _take(times, gpu_user_idx)
     gu_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in gu_names]
     gu_stream = [
         x.stream if x.stream.__class__ is int else e.tid
@@ -380,7 +415,7 @@ def _annotation_columns(
     }
 
 
-def _counters(others: list[Event], path: Path) -> dict[str, Any]:
+def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, Any]:
     """``ph == "C"`` counter series and the ``[memory]`` instant events of ``profile_memory``.
 
     A ``C`` event yields one row per numeric ``args`` entry, named after the event when it has
@@ -388,11 +423,12 @@ def _counters(others: list[Event], path: Path) -> dict[str, Any]:
     ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
     """
     names: list[str] = []
-    ts: list[Any] = []
+    at: list[int] = []
     values: list[float] = []
     devices: list[int] = []
-    for e in others:
-        if e.ph != "C" or e.ts is None or not e.args:
+    for i in idx:
+        e = events[i]
+        if e.ph != "C" or not e.args:
             continue
         try:
             a = msgspec.json.decode(e.args)
@@ -404,11 +440,12 @@ def _counters(others: list[Event], path: Path) -> dict[str, Any]:
         base = e.name if e.name.__class__ is str else "counter"
         for k, v in nums.items():
             names.append(base if len(nums) == 1 else f"{base}.{k}")
-            ts.append(e.ts)
+            at.append(i)
             values.append(float(v))
             devices.append(-1)
-    mem = [e for e in others if e.name == "[memory]" and e.ph in ("i", "I") and e.ts is not None]
-    for e, m in zip(mem, decode_args(mem, MemoryArgs, path), strict=True):
+    mem_idx = [i for i in idx if events[i].name == "[memory]" and events[i].ph in ("i", "I")]
+    mem_args = decode_args([events[i] for i in mem_idx], MemoryArgs, clock.path)
+    for i, m in zip(mem_idx, mem_args, strict=True):
         dev = m.device_id if m.device_id.__class__ is int else -1
         for label, v in (
             ("Total Allocated", m.total_allocated),
@@ -416,12 +453,12 @@ def _counters(others: list[Event], path: Path) -> dict[str, Any]:
         ):
             if v.__class__ in (int, float):
                 names.append(label)
-                ts.append(e.ts)
+                at.append(i)
                 values.append(float(v))
                 devices.append(dev)
     return {
         "name": names,
-        "ts_ns": us_to_ns(ts, path, "ts"),
+        "ts_ns": clock.ns(at, "ts"),
         "value": np.array(values, dtype=np.float64),
         "device": np.array(devices, dtype=np.int64),
     }
@@ -432,7 +469,7 @@ def _counters(others: list[Event], path: Path) -> dict[str, Any]:
 
 
 def _meta(
-    doc: KinetoFile, path: Path, rank: int | None, metas: list[Event], cats: list[str], _p: Path
+    doc: KinetoFile, path: Path, rank: int | None, metas: list[Event], cats: list[str]
 ) -> TraceMeta:
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     info_rank = _as_int(info.get("rank")) if info else None
@@ -489,11 +526,9 @@ def _as_int(v: Any) -> int | None:
 def _process_thread_names(metas: list[Event], path: Path) -> dict[str, Any]:
     """``process_names`` {pid: name}, ``process_labels`` {pid: labels}, ``thread_names``
     {pid: {tid: name}} from the ``M`` events (the last one wins)."""
-    unique: dict[tuple[Any, Any, Any], Event] = {}
-    for e in metas:
-        if e.name in ("process_name", "thread_name", "process_labels"):
-            unique[(e.name, e.pid, e.tid)] = e
-    rows = list(unique.values())
+    unique = {(e.name, e.pid, e.tid): e for e in metas}
+    wanted = ("process_name", "thread_name", "process_labels")
+    rows = [e for key, e in unique.items() if key[0] in wanted]
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
     threads: dict[Any, dict[Any, str]] = {}

@@ -9,8 +9,8 @@ Inductor's launcher ops) are typed ``Any`` and normalized column by column after
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,19 @@ COMM_KEYS: tuple[str, ...] = (
 """Collective metadata that PyTorch writes on ``record_param_comms`` and NCCL kernels
 (reference/nccl.md §4, every torch era).  ``comm_args`` holds exactly these keys."""
 
-COMM_MARKER_KEYS: frozenset[str] = frozenset(COMM_KEYS) - {"dtype", "Rank"}
-"""Keys that alone mark an event as collective (``dtype``/``Rank`` also occur elsewhere)."""
+COMM_MARKER_KEYS: tuple[str, ...] = (
+    "Collective name",
+    "Comms Id",
+    "In msg nelems",
+    "Process Group Name",
+    "Process Group ID",
+)
+"""An event carries collective metadata when its ``args`` has one of these keys: every torch
+era that records metadata writes ``Collective name`` (2.1+) or ``Comms Id`` (2026+); the others
+are kept for partial writers.  (``dtype``/``Rank`` alone also occur on non-collective ops.)"""
+
+_COMM_MARKERS = tuple(f'"{k}"'.encode() for k in COMM_MARKER_KEYS)
+
 
 _NO_RAW = msgspec.Raw(b"")
 """Default of undecoded (``Raw``) fields: empty, i.e. falsy."""
@@ -144,9 +155,6 @@ class KinetoFile(msgspec.Struct):
 
 _DECODER = msgspec.json.Decoder(KinetoFile)
 _BATCH_DECODERS: dict[type, msgspec.json.Decoder] = {}
-COMM_RE = re.compile(
-    rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(COMM_MARKER_KEYS)) + rb')"\s*:'
-)
 
 
 def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
@@ -155,31 +163,48 @@ def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
     Raises:
         InputError: an ``args`` value is not a JSON object.
     """
+    return decode_args_joined(events, struct, path)[0]
+
+
+def decode_args_joined(
+    events: list[Event], struct: type, path: Path
+) -> tuple[list[Any], bytes, np.ndarray]:
+    """:func:`decode_args`, also returning the joined ``args`` text and each event's offset in it
+    (for :func:`comm_args`)."""
     if not events:
-        return []
+        return [], b"[]", np.zeros(0, dtype=np.int64)
     dec = _BATCH_DECODERS.get(struct)
     if dec is None:
         dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(list[struct])
-    joined = b"[" + b",".join([e.args or b"{}" for e in events]) + b"]"
+    parts = [e.args or b"{}" for e in events]
+    joined = b"[" + b",".join(parts) + b"]"
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    offsets = np.concatenate([[1], 1 + np.cumsum(lengths[:-1] + 1)])
     try:
-        return dec.decode(joined)  # type: ignore[no-any-return]
+        return dec.decode(joined), joined, offsets
     except msgspec.DecodeError as e:
         raise InputError(
             f"not a Kineto trace: an event's 'args' is malformed ({e})", path=path
         ) from None
 
 
-def comm_args(events: list[Event]) -> dict[int, dict[str, Any]]:
+def comm_args(events: list[Event], joined: bytes, offsets: np.ndarray) -> dict[int, dict[str, Any]]:
     """``{index: {key: value}}`` for the events whose ``args`` carry collective metadata.
 
-    The keys are exactly those of :data:`COMM_KEYS` present on the event; integers keep
-    their full range (``Comms Id`` is a uint64 hash).
+    *joined*/*offsets* come from :func:`decode_args_joined` over the same *events*.  An event
+    qualifies when its ``args`` contain a :data:`COMM_MARKER_KEYS` key; the dict holds exactly
+    the :data:`COMM_KEYS` present.  Integers keep their full range (``Comms Id`` is a uint64).
     """
+    hits: set[int] = set()
+    for marker in _COMM_MARKERS:
+        pos = joined.find(marker)
+        while pos >= 0:
+            hits.add(int(np.searchsorted(offsets, pos, side="right")) - 1)
+            pos = joined.find(marker, pos + 1)
     out: dict[int, dict[str, Any]] = {}
-    for i, e in enumerate(events):
-        raw = e.args
-        if raw and COMM_RE.search(raw):
-            args = msgspec.json.decode(raw)
+    for i in sorted(hits):
+        args = msgspec.json.decode(events[i].args)
+        if isinstance(args, dict):
             out[i] = {k: args[k] for k in COMM_KEYS if k in args}
     return out
 
@@ -244,18 +269,29 @@ def _describe(data: bytes) -> str:
     return f"top-level JSON {type(obj).__name__}, expected an object with 'traceEvents'"
 
 
+EXACT_FLOAT_LIMIT_US = 2.0**43
+"""Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
+recovered exactly by :func:`us_to_ns`'s float path."""
+
+
+class InexactTimes(Exception):
+    """Float microsecond values too large for the float path to recover their decimal text."""
+
+
 def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
-    """Exact integer nanoseconds from Kineto microsecond values.
+    """Exact integer nanoseconds from Kineto microsecond values (as decoded by msgspec).
 
     Integers are multiplied by 1000 exactly.  Floats are split into their integer part
     (``np.floor``; the subtraction ``x - floor(x)`` is exact in binary floating point) and the
     fraction, which is rounded to the nearest nanosecond.  This reproduces the decimal text
-    exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days, which
-    covers Kineto's ns-resolution traces whose clock starts at boot): below that magnitude a
-    double resolves 2**-10 µs, so the parse error stays under 0.5 ns.
+    exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days; Kineto's
+    ns-resolution traces use a clock that starts at boot).  Larger non-integral floats (epoch
+    microseconds with decimals) raise :class:`InexactTimes`; the caller then re-reads the
+    values as exact decimals (:func:`exact_times`).
 
     Raises:
         InputError: a value is not a number.
+        InexactTimes: see above.
     """
     if not values:
         return np.empty(0, dtype=np.int64)
@@ -267,7 +303,42 @@ def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
         return arr.astype(np.int64) * 1000
     if arr.dtype.kind == "f":
         whole = np.floor(arr)
+        if not np.isfinite(arr).all():
+            raise InputError(f"event '{what}' holds a non-finite number", path=path)
+        if np.abs(arr).max() >= EXACT_FLOAT_LIMIT_US and (arr != whole).any():
+            raise InexactTimes(what)
         frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
         return whole.astype(np.int64) * 1000 + frac_ns
     bad = next((v for v in values if type(v) not in (int, float)), None)
     raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
+
+
+class _ExactEvent(msgspec.Struct, gc=False):
+    ts: Decimal | None = None
+    dur: Decimal | None = None
+
+
+class _ExactFile(msgspec.Struct):
+    traceEvents: list[_ExactEvent] | None = None
+
+
+_EXACT_DECODER = msgspec.json.Decoder(_ExactFile)
+
+
+def exact_times(data: bytes, path: Path) -> tuple[list[Decimal | None], list[Decimal | None]]:
+    """``ts`` and ``dur`` of every event as exact decimals (a second, slower decode).
+
+    Raises:
+        InputError: a ``ts``/``dur`` that is not a number.
+    """
+    try:
+        events = _EXACT_DECODER.decode(data).traceEvents or []
+    except msgspec.DecodeError as e:
+        raise InputError(f"event time is not a number ({e})", path=path) from None
+    return [e.ts for e in events], [e.dur for e in events]
+
+
+def decimal_us_to_ns(values: list[Decimal | None]) -> NDArray[np.int64]:
+    """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
+    k = Decimal(1000)
+    return np.array([int((v * k).to_integral_value()) for v in values], dtype=np.int64)
