@@ -16,7 +16,8 @@ is ``static + dynamic`` where the source splits it (nsys), else ``shared_mem_byt
 Per rank: ``time_weighted_pct = Σ dur·theoretical / Σ dur`` over the kernels with a
 configuration, and ``coverage`` = that kernel time ÷ all kernel time.  Flagged: groups with at
 least ``min_time_share`` of the kernel time whose theoretical occupancy is below ``low_pct``,
-with the limiter and the nearest change that raises it.  Low occupancy is not a defect in
+with the limiter and the nearest change that raises it; NCCL kernels (one block per SM by
+design) are not flagged.  Low occupancy is not a defect in
 itself (large GEMM tiles trade occupancy for registers); the flag says where to look.
 """
 
@@ -38,6 +39,11 @@ from collectors.model import Trace
 NCU_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
 
 _ANON = re.compile(r"\(anonymous namespace\)|<unnamed>|(?<![\w<])unnamed>")
+
+
+def is_communication_kernel(name: str) -> bool:
+    """NCCL kernels run one block per SM by design; they are never flagged."""
+    return name.lstrip().startswith(("nccl", "void nccl"))
 
 
 def normalize_kernel_name(name: str) -> str:
@@ -248,16 +254,27 @@ def kernel_occupancy(
             not math.isnan(r.theoretical_pct)
             and r.theoretical_pct < low_pct
             and r.time_share >= min_time_share
+            and not is_communication_kernel(str(r.name))
         ):
+            limiters = tuple(r.limiters.split(","))
             wi = what_if(lim, r.launch_config)
+            if wi.suggestions:
+                advice = wi.suggestions[0].text()
+            elif r.active_blocks == 0:
+                advice = "the block does not fit on an SM: reduce " + " and ".join(limiters)
+            else:
+                advice = (
+                    " and ".join(limiters).replace("_", " ")
+                    + " bind together: changing one of them alone does not raise occupancy"
+                )
             flags.append(
                 Flag(
                     str(r.name),
                     r.block,
                     float(r.time_share),
                     float(r.theoretical_pct),
-                    tuple(r.limiters.split(",")),
-                    wi.suggestions[0].text() if wi.suggestions else None,
+                    limiters,
+                    advice,
                 )
             )
     groups = groups.drop(columns="launch_config").reset_index(drop=True)

@@ -17,6 +17,11 @@ Inputs are the host table's ``input_dims`` / ``input_types`` (Kineto ``Input Dim
 * **attention** (scaled-dot-product / flash / memory-efficient): forward ``2·B·H·L·S·(E+Ev)``
   (``QKᵀ`` and ``PV``), backward 2.5 × forward (FlashAttention convention); causal masking is
   not recorded, so the full product is counted;
+* **precision** (which peak applies): the dtype of the first tensor input — fp16/bf16 GEMM,
+  convolution and attention → ``fp16_tensor``, fp8 → ``fp8_tensor``, fp64 → ``fp64``, else
+  ``fp32``; an fp32 GEMM/convolution whose kernels are TF32 tensor-core kernels (name matches
+  :data:`TF32_KERNEL`) → ``tf32_tensor``; elementwise/reductions → ``fp32`` (``fp64`` for
+  doubles);
 * **elementwise**: 1 FLOP per output element (0 for copies and fills), output = broadcast of
   the tensor inputs; **softmax** family: 5 FLOP per element; **reductions**
   (``sum``/``mean``/``amax``…): 1 FLOP per input element, output bytes not counted.
@@ -561,6 +566,9 @@ def model_op(name: str, input_dims: Any, input_types: Any) -> OpCost | None:
 # --- attribution ------------------------------------------------------------------------------
 
 GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
+TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
+"""Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
+``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 
 
@@ -665,10 +673,16 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     if g.empty:
         return pd.DataFrame(columns=cols)
     agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
+    tf32_owners = set(
+        g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
+    )
     rows = []
     for owner, k, t in zip(agg.index, agg["kernels"], agg["kernel_time_ns"], strict=True):
         i = int(owner)
         c = costs[i]
+        prec = c.precision
+        if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
+            prec = "tf32_tensor"
         rows.append(
             (
                 i,
@@ -676,7 +690,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
                 _text(dims[i]),
                 _text(types[i]),
                 c.kind,
-                c.precision,
+                prec,
                 c.exact,
                 c.note,
                 c.flops,
