@@ -1,0 +1,335 @@
+"""CUPTI activity tracing through NVIDIA's ``cupti-python`` (for programs that do not use torch).
+
+:class:`CuptiCapture` enables CUPTI's activity API for kernels (``CONCURRENT_KERNEL``),
+memory copies, memsets and CUDA runtime calls, collects the records CUPTI hands back in its
+buffer-completed callback, and :func:`to_kineto_events` turns them into Kineto-format trace
+events (the layout ``torch.profiler`` writes, so the Kineto reader reads them unchanged):
+
+=================  ============  =========================================================
+CUPTI record       Kineto cat    pid / tid, args
+=================  ============  =========================================================
+kernel             kernel        device / stream; device, stream, correlation, grid, block,
+                                 registers per thread, shared memory (static + dynamic)
+memcpy             gpu_memcpy    device / stream; bytes, memory bandwidth (GB/s)
+memset             gpu_memset    device / stream; bytes
+runtime API call   cuda_runtime  process / thread; cbid, correlation
+=================  ============  =========================================================
+
+``ac2g`` flow events link each runtime call to the GPU activity with the same correlation id.
+CUPTI timestamps (ns, CUPTI's clock) are moved onto the Unix epoch by one offset measured at
+:meth:`CuptiCapture.start` (``time.time_ns() - cupti.get_timestamp()``, read back to back).
+
+``cupti-python`` is optional: :func:`load_cupti` raises :class:`MissingDependencyError` when it is
+absent; the profiler then falls back to host-only capture.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from collectors.errors import MissingDependencyError
+
+MAX_RECORDS = 5_000_000
+"""Records kept per capture; more are counted in ``dropped`` (bounds memory)."""
+
+_COPY_KIND = {
+    "HTOD": "HtoD",
+    "DTOH": "DtoH",
+    "HTOA": "HtoA",
+    "ATOH": "AtoH",
+    "ATOA": "AtoA",
+    "ATOD": "AtoD",
+    "DTOA": "DtoA",
+    "DTOD": "DtoD",
+    "HTOH": "HtoH",
+    "PTOP": "PtoP",
+}
+_MEM_KIND = {
+    "PAGEABLE": "Pageable",
+    "PINNED": "Pinned",
+    "DEVICE": "Device",
+    "ARRAY": "Array",
+    "MANAGED": "Managed",
+    "DEVICE_STATIC": "Device Static",
+    "MANAGED_STATIC": "Managed Static",
+}
+
+
+def load_cupti() -> Any:
+    """The ``cupti.cupti`` binding module.
+
+    Raises:
+        MissingDependencyError: ``cupti-python`` is not installed (or its CUDA libraries are
+            missing).
+    """
+    try:
+        from cupti import cupti
+    except Exception as e:  # ImportError, or OSError from a missing libcupti
+        raise MissingDependencyError(
+            f"CUPTI backend needs NVIDIA's cupti-python (pip install cupti-python): {e}"
+        ) from None
+    return cupti
+
+
+def _enum_name(enum: Any, value: int) -> str | None:
+    try:
+        return str(enum(value).name)
+    except Exception:
+        return None
+
+
+class CuptiCapture:
+    """Collects CUPTI activity records between :meth:`start` and :meth:`stop`.
+
+    Args:
+        cupti: the ``cupti.cupti`` module (tests pass a fake); loaded with :func:`load_cupti`
+            when None.
+        unix_clock: the wall clock used for the timestamp offset.
+        driver_api: also record driver API calls (``cuda_driver``; many records).
+    """
+
+    def __init__(
+        self,
+        cupti: Any = None,
+        *,
+        unix_clock: Callable[[], int] = time.time_ns,
+        driver_api: bool = False,
+    ) -> None:
+        self.cupti = cupti
+        self._unix_clock = unix_clock
+        self._driver_api = driver_api
+        self._kinds: list[Any] = []
+        self._lock = threading.Lock()
+        self.records: list[dict[str, Any]] = []
+        self.dropped = 0
+        self.offset_ns = 0
+        """Add to a CUPTI timestamp to get Unix-epoch ns."""
+        self.started = False
+
+    def start(self) -> None:
+        """Register the buffer callbacks and enable the activity kinds.
+
+        Raises:
+            MissingDependencyError: no ``cupti-python``.
+            Exception: whatever CUPTI raises when it cannot enable tracing (the profiler
+                records it and captures without GPU activities).
+        """
+        c = self.cupti = self.cupti or load_cupti()
+        k = c.ActivityKind
+        self._kinds = [k.CONCURRENT_KERNEL, k.MEMCPY, k.MEMSET, k.RUNTIME]
+        if self._driver_api:
+            self._kinds.append(k.DRIVER)
+        c.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+        for kind in self._kinds:
+            c.activity_enable(kind)
+        self.offset_ns = self._unix_clock() - int(c.get_timestamp())
+        self.started = True
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Flush CUPTI's buffers, disable the kinds; returns the records collected."""
+        if not self.started:
+            return self.records
+        c = self.cupti
+        self.started = False
+        try:
+            c.activity_flush_all(1)
+        finally:
+            for kind in self._kinds:
+                try:
+                    c.activity_disable(kind)
+                except Exception:
+                    continue
+        return self.records
+
+    @staticmethod
+    def _buffer_requested() -> tuple[int, int]:
+        return 8 * 1024 * 1024, 0  # buffer size, no record limit
+
+    def _buffer_completed(self, activities: Iterable[Any]) -> None:
+        # called by CUPTI (possibly on its own thread); copy the fields out at once
+        out = []
+        for a in activities:
+            try:
+                r = self._convert(a)
+            except Exception:
+                r = None
+            if r is not None:
+                out.append(r)
+        with self._lock:
+            room = MAX_RECORDS - len(self.records)
+            self.records.extend(out[: max(room, 0)])
+            self.dropped += max(len(out) - max(room, 0), 0)
+
+    def _convert(self, a: Any) -> dict[str, Any] | None:
+        c = self.cupti
+        k = c.ActivityKind
+        kind = a.kind
+        if kind in (k.CONCURRENT_KERNEL, getattr(k, "KERNEL", -1)):
+            return {
+                "kind": "kernel",
+                "name": str(a.name),
+                "start": int(a.start),
+                "end": int(a.end),
+                "device": int(a.device_id),
+                "stream": int(a.stream_id),
+                "correlation": int(a.correlation_id),
+                "grid": [int(a.grid_x), int(a.grid_y), int(a.grid_z)],
+                "block": [int(a.block_x), int(a.block_y), int(a.block_z)],
+                "registers": int(a.registers_per_thread),
+                "static_smem": int(a.static_shared_memory),
+                "dynamic_smem": int(a.dynamic_shared_memory),
+            }
+        if kind == k.MEMCPY:
+            ck = _enum_name(c.ActivityMemcpyKind, int(a.copy_kind))
+            src = _enum_name(getattr(c, "ActivityMemoryKind", None), int(a.src_kind))
+            dst = _enum_name(getattr(c, "ActivityMemoryKind", None), int(a.dst_kind))
+            return {
+                "kind": "memcpy",
+                "copy_kind": _COPY_KIND.get(ck or "", ck),
+                "src_kind": _MEM_KIND.get(src or "", src),
+                "dst_kind": _MEM_KIND.get(dst or "", dst),
+                "bytes": int(a.bytes),
+                "start": int(a.start),
+                "end": int(a.end),
+                "device": int(a.device_id),
+                "stream": int(a.stream_id),
+                "correlation": int(a.correlation_id),
+            }
+        if kind == k.MEMSET:
+            return {
+                "kind": "memset",
+                "bytes": int(a.bytes),
+                "start": int(a.start),
+                "end": int(a.end),
+                "device": int(a.device_id),
+                "stream": int(a.stream_id),
+                "correlation": int(a.correlation_id),
+            }
+        if kind in (k.RUNTIME, k.DRIVER):
+            runtime = kind == k.RUNTIME
+            dom = c.CallbackDomain.RUNTIME_API if runtime else c.CallbackDomain.DRIVER_API
+            try:
+                name = str(c.get_callback_name(dom, int(a.cbid)))
+            except Exception:
+                name = f"cbid {int(a.cbid)}"
+            return {
+                "kind": "runtime" if runtime else "driver",
+                "name": name,
+                "cbid": int(a.cbid),
+                "start": int(a.start),
+                "end": int(a.end),
+                "pid": int(a.process_id),
+                "tid": int(a.thread_id),
+                "correlation": int(a.correlation_id),
+            }
+        return None
+
+
+def _us(ns: int) -> int | float:
+    """Integer ns as Kineto's µs number (an int when whole, else ≤ 3 decimals)."""
+    q, r = divmod(int(ns), 1000)
+    return q if r == 0 else int(ns) / 1000
+
+
+def complete_event(
+    name: str,
+    cat: str,
+    start_ns: int,
+    end_ns: int,
+    pid: int,
+    tid: int,
+    base_ns: int,
+    args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Kineto ``"ph": "X"`` event from Unix-epoch ns (``base_ns`` = baseTimeNanoseconds)."""
+    ev: dict[str, Any] = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start_ns - base_ns),
+        "dur": _us(end_ns - start_ns),
+    }
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def flow_events(correlation: int, src: dict[str, Any], dst: dict[str, Any]) -> list[dict]:
+    """The ``ac2g`` start/finish pair linking a runtime call to its GPU activity."""
+    common = {"id": correlation, "cat": "ac2g", "name": "ac2g"}
+    return [
+        {"ph": "s", "pid": src["pid"], "tid": src["tid"], "ts": src["ts"], **common},
+        {"ph": "f", "pid": dst["pid"], "tid": dst["tid"], "ts": dst["ts"], "bp": "e", **common},
+    ]
+
+
+def to_kineto_events(
+    records: Iterable[dict[str, Any]], *, offset_ns: int, base_ns: int
+) -> list[dict[str, Any]]:
+    """Kineto trace events for CUPTI records (see the module docstring for the mapping).
+
+    ``offset_ns`` moves CUPTI timestamps to the Unix epoch; ``base_ns`` is the trace's
+    ``baseTimeNanoseconds``.
+    """
+    events: list[dict[str, Any]] = []
+    runtime_by_corr: dict[int, dict[str, Any]] = {}
+    gpu_by_corr: dict[int, dict[str, Any]] = {}
+    for r in records:
+        s, e = r["start"] + offset_ns, r["end"] + offset_ns
+        kind = r["kind"]
+        if kind == "kernel":
+            smem = r["static_smem"] + r["dynamic_smem"]
+            args = {
+                "device": r["device"],
+                "stream": r["stream"],
+                "correlation": r["correlation"],
+                "registers per thread": r["registers"],
+                "shared memory": smem,
+                "grid": r["grid"],
+                "block": r["block"],
+            }
+            ev = complete_event(r["name"], "kernel", s, e, r["device"], r["stream"], base_ns, args)
+        elif kind == "memcpy":
+            dur = r["end"] - r["start"]
+            name = f"Memcpy {r['copy_kind']}"
+            if r.get("src_kind") and r.get("dst_kind"):
+                name += f" ({r['src_kind']} -> {r['dst_kind']})"
+            args = {
+                "device": r["device"],
+                "stream": r["stream"],
+                "correlation": r["correlation"],
+                "bytes": r["bytes"],
+                "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
+            }
+            ev = complete_event(name, "gpu_memcpy", s, e, r["device"], r["stream"], base_ns, args)
+        elif kind == "memset":
+            dur = r["end"] - r["start"]
+            args = {
+                "device": r["device"],
+                "stream": r["stream"],
+                "correlation": r["correlation"],
+                "bytes": r["bytes"],
+                "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
+            }
+            ev = complete_event(
+                "Memset (Device)", "gpu_memset", s, e, r["device"], r["stream"], base_ns, args
+            )
+        else:
+            cat = "cuda_runtime" if kind == "runtime" else "cuda_driver"
+            args = {"cbid": r["cbid"], "correlation": r["correlation"]}
+            ev = complete_event(r["name"], cat, s, e, r["pid"], r["tid"], base_ns, args)
+            runtime_by_corr[r["correlation"]] = ev
+            events.append(ev)
+            continue
+        gpu_by_corr.setdefault(r["correlation"], ev)
+        events.append(ev)
+    for corr, gpu_ev in gpu_by_corr.items():
+        rt = runtime_by_corr.get(corr)
+        if rt is not None:
+            events += flow_events(corr, rt, gpu_ev)
+    return events

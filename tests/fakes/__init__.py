@@ -1,0 +1,1 @@
+"""Fakes at external boundaries (NVML, CUPTI) for CPU-only tests."""
