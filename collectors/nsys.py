@@ -203,12 +203,12 @@ def _host_devices(
     lowest: dict[int, int] = {}
     for g, d in keys:
         lowest[g] = min(d, lowest.get(g, d))
+    fallback = host["_gpid"].map(lowest).fillna(-2).to_numpy(dtype=np.int64)
     if len(lowest) == len(keys):  # one device per process: no split needed
-        return np.array([lowest.get(int(g), -2) for g in host["_gpid"]], dtype=np.int64)
+        return fallback
     links = gpu.loc[gpu["correlation"] >= 0, ["_gpid", "correlation", "device"]]
     links = links.drop_duplicates(["_gpid", "correlation"])
     merged = host[["_gpid", "correlation"]].merge(links, how="left", on=["_gpid", "correlation"])
-    fallback = host["_gpid"].map(lowest).fillna(-2).to_numpy(dtype=np.int64)
     dev = merged["device"].to_numpy(dtype=np.float64)
     return np.where(np.isnan(dev), fallback, dev).astype(np.int64)
 

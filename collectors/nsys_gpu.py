@@ -15,9 +15,9 @@ table                                         ``kind``    ``name``
 ============================================  ==========  ====================================
 
 Memcpy labels come from the export's ``ENUM_CUDA_MEMCPY_OPER`` where present, else from the
-built-in table below (the 2022.2 export has no ENUM tables).  The result carries two columns that are not part
-of the model, ``_gpid`` (``globalPid``) and ``_short`` (kernel ``shortName``); the caller splits
-by process and drops them.
+built-in table below (the 2022.2 export has no ENUM tables).  The result carries two columns
+that are not part of the model, ``_gpid`` (``globalPid``) and ``_short`` (kernel
+``shortName``); the caller splits by process and drops them.
 """
 
 from __future__ import annotations

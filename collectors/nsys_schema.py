@@ -12,6 +12,7 @@ returns one int64 numpy array per column (NULL → ``-1``, absent optional colum
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -237,7 +238,11 @@ class NsysDb:
                 rows = self._dbapi().execute(sql).fetchall()
             n_rows = len(rows)
             if n_rows:
-                data = np.array(rows, dtype=np.int64).reshape(n_rows, len(present))
+                # flattening the row tuples is ~2x faster than np.array(list of tuples)
+                flat = itertools.chain.from_iterable(rows)
+                data = np.fromiter(flat, dtype=np.int64, count=n_rows * len(present))
+                data = data.reshape(n_rows, len(present))
+            del rows
         else:
             with self.errors():
                 sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
