@@ -106,18 +106,20 @@ def run_analyze(
     traces = _load(paths)
     options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
     summary = build_summary(traces, options, extras)
-    out = Console(highlight=False)
-    print_summary(summary, out)
+    written: list[Path] = []
     if json_out is not None:
         try:
-            written = write_summary(summary, json_out)
+            written.append(write_summary(summary, json_out))
         except OSError as e:
             raise UsageError(f"cannot write the JSON summary: {e.strerror}", path=json_out) from e
-        out.print(f"Wrote {written}", markup=False)
     if html is not None:
         from reports.html import write_report  # type: ignore[import-not-found]
 
-        out.print(f"Wrote {write_report(summary, html)}", markup=False)
+        written.append(write_report(summary, html))
+    out = Console(highlight=False)
+    print_summary(summary, out)
+    for p in written:
+        out.print(f"Wrote {p}", markup=False)
     return summary
 
 

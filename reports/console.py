@@ -35,62 +35,80 @@ def _name(s: str, width: int = 70) -> Text:
     return Text(s if len(s) <= width else s[: width - 1] + "…", overflow="ellipsis")
 
 
-def breakdown_table(ranks: list[Mapping[str, Any]]) -> Table:
-    """One row per rank: GPU span, idle / compute / non-compute, communication overlap."""
-    t = Table(title="GPU time per rank (window's GPU events)", title_justify="left")
-    for col in (
-        "rank",
-        "span ms",
-        "idle ms",
-        "idle %",
-        "compute ms",
-        "compute %",
-        "non-compute ms",
-        "non-compute %",
-        "comm ms",
-        "overlap %",
-        "exposed comm ms",
-    ):
+def breakdown_table(rank: Mapping[str, Any]) -> Table:
+    """One rank's GPU time: span, idle / compute / non-compute, communication and overlap."""
+    tp = rank.get("temporal") or {}
+    ov = rank.get("overlap") or {}
+    t = Table(title=f"Rank {rank['rank']}: GPU time (window's GPU events)", title_justify="left")
+    t.add_column("metric")
+    t.add_column("ms", justify="right")
+    t.add_column("%", justify="right")
+    t.add_row("span (first GPU start to last GPU end)", _ms(tp.get("span_ns")), "")
+    t.add_row("idle (no GPU event running)", _ms(tp.get("idle_ns")), _pct(tp.get("idle_pct")))
+    t.add_row("compute", _ms(tp.get("compute_ns")), _pct(tp.get("compute_pct")))
+    t.add_row(
+        "non-compute (only comm/memory/other)",
+        _ms(tp.get("non_compute_ns")),
+        _pct(tp.get("non_compute_pct")),
+    )
+    t.add_row("communication", _ms(ov.get("comm_ns")), "")
+    t.add_row(
+        "  overlapped by compute (% of comm)",
+        _ms(ov.get("overlap_ns")),
+        _pct(ov.get("overlap_pct")),
+    )
+    t.add_row("  exposed (no compute beside it)", _ms(ov.get("exposed_comm_ns")), "")
+    return t
+
+
+def ranks_table(ranks: list[Mapping[str, Any]]) -> Table:
+    """One row per rank: span, idle / compute / non-compute %, overlap %, exposed comm."""
+    t = Table(title="GPU time per rank", title_justify="left")
+    for col in ("rank", "span ms", "idle %", "compute %", "non-compute %", "overlap %"):
         t.add_column(col, justify="right")
+    t.add_column("exposed comm ms", justify="right")
     for r in ranks:
         tp = r.get("temporal") or {}
         ov = r.get("overlap") or {}
         t.add_row(
             str(r["rank"]),
             _ms(tp.get("span_ns")),
-            _ms(tp.get("idle_ns")),
             _pct(tp.get("idle_pct")),
-            _ms(tp.get("compute_ns")),
             _pct(tp.get("compute_pct")),
-            _ms(tp.get("non_compute_ns")),
             _pct(tp.get("non_compute_pct")),
-            _ms(ov.get("comm_ns")),
             _pct(ov.get("overlap_pct")),
             _ms(ov.get("exposed_comm_ns")),
         )
     return t
 
 
-def kernel_table(rank: Mapping[str, Any], top: int = TOP_KERNELS) -> Table:
-    """The rank's top kernels by total time."""
+def kernel_table(
+    rank: Mapping[str, Any], top: int = TOP_KERNELS, name_width: int = 70, wide: bool = True
+) -> Table:
+    """The rank's top kernels by total time; names cut to *name_width* characters.
+
+    Narrow consoles (``wide=False``) get count, total and share only.
+    """
     rows = rank.get("kernel_summary") or []
     title = f"Rank {rank['rank']}: top {min(top, len(rows))} of {len(rows)} kernels by total time"
     t = Table(title=title, title_justify="left")
-    t.add_column("kernel", overflow="ellipsis", max_width=72)
-    t.add_column("type")
-    for col in ("count", "total ms", "avg µs", "median µs", "max µs", "time %"):
-        t.add_column(col, justify="right")
+    t.add_column("kernel", overflow="ellipsis", no_wrap=True, min_width=20)
+    t.add_column("type", no_wrap=True)
+    cols = ["count", "total ms", "avg µs", "median µs", "max µs", "time %"]
+    if not wide:
+        cols = ["count", "total ms", "time %"]
+    for col in cols:
+        t.add_column(col, justify="right", no_wrap=True)
     for k in rows[:top]:
-        t.add_row(
-            _name(k["name"]),
-            Text(k["type"]),
-            f"{k['count']:,}",
-            _ms(k["total_ns"]),
-            _us(k["avg_ns"]),
-            _us(k["median_ns"]),
-            _us(k["max_ns"]),
-            _pct(k["time_pct"]),
-        )
+        values = {
+            "count": f"{k['count']:,}",
+            "total ms": _ms(k["total_ns"]),
+            "avg µs": _us(k["avg_ns"]),
+            "median µs": _us(k["median_ns"]),
+            "max µs": _us(k["max_ns"]),
+            "time %": _pct(k["time_pct"]),
+        }
+        t.add_row(_name(k["name"], name_width), Text(k["type"]), *(values[c] for c in cols))
     return t
 
 
@@ -114,10 +132,17 @@ def _window_line(rank: Mapping[str, Any]) -> Text:
     dev = rank.get("device") or {}
     w = rank.get("window") or {}
     steps = w.get("steps") or []
-    step_txt = f"steps {steps[0]}–{steps[-1]}" if len(steps) > 1 else f"steps {steps}"
+    if not steps:
+        step_txt = "no ProfilerStep"
+    elif len(steps) == 1:
+        step_txt = f"ProfilerStep {steps[0]}"
+    else:
+        step_txt = f"ProfilerSteps {steps[0]}–{steps[-1]} ({len(steps)})"
+    start, end = w.get("start_ns"), w.get("end_ns")
+    length = _ms(end - start) if start is not None and end is not None else "–"
     line = Text(f"rank {rank['rank']}: ")
     line.append(str(dev.get("name") or "device unknown"))
-    line.append(f"; window {_ms(w.get('start_ns'))}–{_ms(w.get('end_ns'))} ms, {step_txt}")
+    line.append(f"; launch window {length} ms, {step_txt}")
     return line
 
 
@@ -130,10 +155,14 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
         return
     for r in ranks:
         console.print(_window_line(r))
-    console.print(breakdown_table(ranks))
+    if len(ranks) > 1:
+        console.print(ranks_table(ranks))
     for r in ranks[:DETAIL_RANKS]:
+        console.print(breakdown_table(r))
         if r.get("kernel_summary"):
-            console.print(kernel_table(r))
+            wide = console.width >= 120
+            name_width = max(20, console.width - (88 if wide else 50))
+            console.print(kernel_table(r, name_width=name_width, wide=wide))
         if r.get("steps"):
             console.print(step_table(r))
     if len(ranks) > DETAIL_RANKS:
