@@ -34,6 +34,9 @@ RANK_SECTIONS: list[tuple[str, str]] = [
     ("steps", "reports.core_sections:steps"),
     ("occupancy", "reports.efficiency_sections:occupancy"),
     ("roofline", "reports.efficiency_sections:roofline"),
+    ("idle", "reports.wait_sections:idle"),
+    ("launch", "reports.wait_sections:launch"),
+    ("memory", "reports.wait_sections:memory"),
 ]
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 

@@ -1,0 +1,352 @@
+"""Kernel launch statistics: CPU launch cost, launch-to-start delay, queue length per stream.
+
+A *launch* links a host runtime/driver call to the GPU op(s) it enqueued through their shared
+correlation id.  Two selections (definitions in ``docs/idle-and-launch.md``):
+
+**HTA-compatible** (metrics.md §8, ``get_cuda_kernel_launch_stats``): host calls named exactly
+:data:`HTA_LAUNCH_NAMES` (+ :data:`HTA_MEMORY_LAUNCH_NAMES`), inner-joined with the window's GPU
+events (any kind, stream ≠ −1) on correlation.  Per pair:
+
+- ``cpu_duration_ns`` = duration of the host call;
+- ``gpu_duration_ns`` = duration of the GPU op;
+- ``launch_delay_ns`` = max(0, GPU start − host call end).
+
+**gpuscope (all launches)**: every host call of a runtime/driver category (``cuda_runtime``,
+``cuda_driver``, ...) whose correlation links to window GPU ops of kind kernel, memcpy or
+memset, whatever its name: also ``cuLaunchKernel(Ex)``, ``cudaLaunchCooperativeKernel``,
+``cudaGraphLaunch`` (one call, many ops), ``hipLaunchKernel``...  Per GPU op it adds
+``start_after_call_ns`` = GPU start − host call start (≥ 0 when host and GPU clocks agree: an
+op cannot start before the call that enqueued it) and ``ops_in_launch``.
+
+**Queue length** (HTA ``get_queue_length_time_series``): per stream, +1 at the start of each
+host call named in :data:`HTA_QUEUE_NAMES` that has a GPU op, −1 at the start of that op;
+the running sum after each change (events in time order, launches before GPU starts at equal
+times).  gpuscope adds the time-weighted mean over the stream's first to last change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyzers.idle import API_CATS, trace_notes
+from analyzers.options import AnalysisOptions
+from analyzers.window import gpu_events, window
+from collectors.model import Trace
+
+HTA_LAUNCH_NAMES = (
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "runFunction - job_prep_and_submit_for_execution",
+)
+"""Host calls HTA's launch statistics select (exact names)."""
+HTA_MEMORY_LAUNCH_NAMES = ("cudaMemcpyAsync", "cudaMemsetAsync")
+"""Added by HTA's ``include_memory_events=True`` (its default)."""
+HTA_QUEUE_NAMES = (
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "cudaMemcpyAsync",
+    "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemsetAsync",
+    "hipMemcpyAsync",
+    "hipMemcpyWithStream",
+)
+"""Host calls HTA's queue-length series counts as enqueues."""
+LAUNCH_KINDS = ("kernel", "memcpy", "memset")
+"""GPU-op kinds of the gpuscope selection (``sync`` rows are waits, not launched work)."""
+
+RUNTIME_CUTOFF_NS = 50_000
+"""HTA's ``runtime_cutoff`` (50 µs): a launch call longer than this is a runtime outlier."""
+LAUNCH_DELAY_CUTOFF_NS = 100_000
+"""HTA's ``launch_delay_cutoff`` (100 µs): a longer launch delay is a delay outlier."""
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+LAUNCH_COLUMNS = (
+    "gpu_index",
+    "correlation",
+    "launch_name",
+    "name",
+    "kind",
+    "stream",
+    "cpu_start_ns",
+    "cpu_duration_ns",
+    "gpu_start_ns",
+    "gpu_duration_ns",
+    "launch_delay_ns",
+    "start_after_call_ns",
+    "ops_in_launch",
+    "step",
+)
+
+
+def _api_name(col: pd.Series) -> pd.Series:
+    """Host call names without nsys' ``_v<N>`` version suffix (``cudaLaunchKernel_v7000``)."""
+    cats = col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else None
+    if cats is None:
+        return col.astype(str).str.replace(_VERSION_SUFFIX, "", regex=True)
+    stripped = [_VERSION_SUFFIX.sub("", str(c)) for c in cats]
+    codes = col.cat.codes.to_numpy()
+    arr = np.asarray([*stripped, ""], dtype=object)
+    return pd.Series(arr[codes], index=col.index)
+
+
+def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarray:
+    """Number of the window step whose ``[start, end)`` contains each time (-1 none)."""
+    steps = trace.steps()
+    keep = set(window(trace, options).steps)
+    steps = steps[steps["step"].isin(keep)]
+    out = np.full(t.size, -1, dtype=np.int64)
+    if steps.empty or t.size == 0:
+        return out
+    lo = steps["start_ns"].to_numpy()
+    hi = steps["end_ns"].to_numpy()
+    num = steps["step"].to_numpy()
+    k = np.searchsorted(lo, t, side="right") - 1
+    ok = k >= 0
+    inside = np.zeros(t.size, dtype=bool)
+    inside[ok] = t[ok] < hi[k[ok]]
+    out[inside] = num[k[inside]]
+    return out
+
+
+def _join(
+    trace: Trace, options: AnalysisOptions, host: pd.DataFrame, gpu: pd.DataFrame
+) -> pd.DataFrame:
+    """Inner join of host calls and GPU ops on correlation, as :data:`LAUNCH_COLUMNS`."""
+    gpu = gpu[["correlation", "name", "kind", "stream", "start_ns", "end_ns"]]
+    j = host[["correlation", "name", "start_ns", "end_ns"]].merge(
+        gpu.assign(gpu_index=gpu.index.to_numpy()),
+        on="correlation",
+        suffixes=("_cpu", "_gpu"),
+    )
+    cs = j["start_ns_cpu"].to_numpy(dtype=np.int64)
+    ce = j["end_ns_cpu"].to_numpy(dtype=np.int64)
+    gs = j["start_ns_gpu"].to_numpy(dtype=np.int64)
+    ge = j["end_ns_gpu"].to_numpy(dtype=np.int64)
+    n_ops = j.groupby("correlation")["correlation"].transform("size").to_numpy(dtype=np.int64)
+    out = pd.DataFrame(
+        {
+            "gpu_index": j["gpu_index"].to_numpy(),
+            "correlation": j["correlation"].to_numpy(dtype=np.int64),
+            "launch_name": j["name_cpu"].astype(str).to_numpy(dtype=object),
+            "name": j["name_gpu"].astype(str).to_numpy(dtype=object),
+            "kind": j["kind"].astype(str).to_numpy(dtype=object),
+            "stream": j["stream"].to_numpy(dtype=np.int64),
+            "cpu_start_ns": cs,
+            "cpu_duration_ns": ce - cs,
+            "gpu_start_ns": gs,
+            "gpu_duration_ns": ge - gs,
+            "launch_delay_ns": np.maximum(0, gs - ce),
+            "start_after_call_ns": gs - cs,
+            "ops_in_launch": n_ops,
+            "step": _step_of(trace, cs, options),
+        },
+        columns=list(LAUNCH_COLUMNS),
+    )
+    return out.sort_values(["cpu_start_ns", "gpu_start_ns"], kind="stable").reset_index(drop=True)
+
+
+def hta_launches(
+    trace: Trace, options: AnalysisOptions | None = None, *, include_memory_events: bool = True
+) -> pd.DataFrame:
+    """HTA-compatible launch pairs, columns :data:`LAUNCH_COLUMNS` (one row per join match)."""
+    options = options or AnalysisOptions()
+    names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
+    h = trace.host
+    h = h[h["correlation"] >= 0]
+    selected = h[_api_name(h["name"]).isin(names).to_numpy()]["correlation"].unique()
+    cpu = h[h["correlation"].isin(selected)]
+    g = gpu_events(trace, options)
+    g = g[(g["stream"] != -1) & g["correlation"].isin(selected)]
+    return _join(trace, options, cpu, g)
+
+
+def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """gpuscope's selection: every runtime/driver call linked to window kernels/copies/sets.
+
+    One row per GPU op; each op is linked to at most one call (when several host calls share
+    a correlation, only the earliest is kept).
+    """
+    options = options or AnalysisOptions()
+    h = trace.host
+    h = h[(h["correlation"] >= 0) & np.asarray(h["cat"].isin(API_CATS), dtype=bool)]
+    h = h.sort_values("start_ns", kind="stable").drop_duplicates("correlation", keep="first")
+    g = gpu_events(trace, options)
+    g = g[(g["stream"] != -1) & g["kind"].isin(LAUNCH_KINDS) & (g["correlation"] >= 0)]
+    return _join(trace, options, h, g)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def distribution(values: np.ndarray) -> dict[str, int]:
+    """n, sum, min, p50, p90, p99, max of integer ns values (quantiles are observed values:
+    the smallest value with at least q of the sample at or below it, numpy ``inverted_cdf``).
+    """
+    v = np.asarray(values, dtype=np.int64)
+    if v.size == 0:
+        return {"n": 0}
+    q = np.quantile(v, [0.5, 0.9, 0.99], method="inverted_cdf").astype(np.int64)
+    return {
+        "n": int(v.size),
+        "sum_ns": int(v.sum()),
+        "min_ns": int(v.min()),
+        "p50_ns": int(q[0]),
+        "p90_ns": int(q[1]),
+        "p99_ns": int(q[2]),
+        "max_ns": int(v.max()),
+    }
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """HTA's launch-statistics figures over a set of launch pairs (times in ns).
+
+    Means and the median are floats (exact ratios of integer sums; the median of an even
+    count is the mean of the two middle values, as pandas computes it).
+    """
+
+    n: int
+    cpu_duration_mean_ns: float | None
+    gpu_duration_mean_ns: float | None
+    launch_delay_mean_ns: float | None
+    launch_delay_median_ns: float | None
+    launch_delay_max_ns: int | None
+    short_kernels: int
+    """``cpu_duration ≤ runtime cutoff`` and ``gpu_duration < cpu_duration``."""
+    runtime_outliers: int
+    """``cpu_duration > runtime cutoff``."""
+    launch_delay_outliers: int
+    """``launch_delay > launch-delay cutoff``."""
+
+
+def launch_stats(
+    launches: pd.DataFrame,
+    *,
+    runtime_cutoff_ns: int = RUNTIME_CUTOFF_NS,
+    launch_delay_cutoff_ns: int = LAUNCH_DELAY_CUTOFF_NS,
+) -> LaunchStats:
+    """HTA's summary figures of *launches* (output of :func:`hta_launches`)."""
+    n = len(launches)
+    if n == 0:
+        return LaunchStats(0, None, None, None, None, None, 0, 0, 0)
+    cpu = launches["cpu_duration_ns"].to_numpy(dtype=np.int64)
+    gpu = launches["gpu_duration_ns"].to_numpy(dtype=np.int64)
+    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
+    return LaunchStats(
+        n=n,
+        cpu_duration_mean_ns=int(cpu.sum()) / n,
+        gpu_duration_mean_ns=int(gpu.sum()) / n,
+        launch_delay_mean_ns=int(d.sum()) / n,
+        launch_delay_median_ns=float(np.median(d)),
+        launch_delay_max_ns=int(d.max()),
+        short_kernels=int(((cpu <= runtime_cutoff_ns) & (gpu < cpu)).sum()),
+        runtime_outliers=int((cpu > runtime_cutoff_ns).sum()),
+        launch_delay_outliers=int((d > launch_delay_cutoff_ns).sum()),
+    )
+
+
+def grouped_distributions(launches: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per *by* value (``name`` or ``step``): launches, and cpu-duration / launch-delay
+    distributions (:func:`distribution`) as columns ``cpu_<stat>``, ``delay_<stat>``.
+    Sorted by total launch delay, largest first.
+    """
+    rows = []
+    for key, grp in launches.groupby(by, sort=False):
+        cpu = distribution(grp["cpu_duration_ns"].to_numpy())
+        delay = distribution(grp["launch_delay_ns"].to_numpy())
+        row: dict[str, object] = {by: key, "launches": len(grp)}
+        row.update({f"cpu_{k}": v for k, v in cpu.items() if k != "n"})
+        row.update({f"delay_{k}": v for k, v in delay.items() if k != "n"})
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame({by: [], "launches": []})
+    out = pd.DataFrame(rows)
+    out = out.sort_values(["delay_sum_ns", "launches"], ascending=False, kind="stable")
+    return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- queue length
+
+
+def queue_length(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """HTA's queue-length series: columns stream, ts_ns, queue_length (one row per change)."""
+    options = options or AnalysisOptions()
+    h = trace.host
+    h = h[(h["correlation"] >= 0) & _api_name(h["name"]).isin(HTA_QUEUE_NAMES).to_numpy()]
+    g = gpu_events(trace, options)
+    g = g[(g["stream"] != -1) & g["correlation"].isin(h["correlation"].unique())]
+    runtime = h[["correlation", "start_ns"]].merge(g[["correlation", "stream"]], on="correlation")
+    ts = np.concatenate([runtime["start_ns"].to_numpy(), g["start_ns"].to_numpy()])
+    stream = np.concatenate([runtime["stream"].to_numpy(), g["stream"].to_numpy()])
+    delta = np.concatenate(
+        [np.ones(len(runtime), dtype=np.int64), -np.ones(len(g), dtype=np.int64)]
+    )
+    # time order; at equal times the enqueue (+1) comes first
+    order = np.lexsort((-delta, ts, stream))
+    ts, stream, delta = ts[order], stream[order], delta[order]
+    df = pd.DataFrame({"stream": stream.astype(np.int64), "ts_ns": ts.astype(np.int64), "d": delta})
+    df["queue_length"] = df.groupby("stream")["d"].cumsum().astype(np.int64)
+    return df.drop(columns="d")
+
+
+def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
+    """Per stream: changes, max, ts of the first max, time-weighted mean (first → last change).
+
+    The time-weighted mean is Σ(value × time it holds) ÷ (last change − first change); NaN when
+    all changes happen at one instant.
+    """
+    rows = []
+    for stream, grp in series.groupby("stream", sort=True):
+        t = grp["ts_ns"].to_numpy(dtype=np.int64)
+        q = grp["queue_length"].to_numpy(dtype=np.int64)
+        span = int(t[-1] - t[0])
+        held = np.diff(t)
+        tw = float(int((q[:-1] * held).sum()) / span) if span > 0 else float("nan")
+        imax = int(np.argmax(q))
+        rows.append(
+            {
+                "stream": int(stream),
+                "changes": len(q),
+                "max": int(q[imax]),
+                "max_ts_ns": int(t[imax]),
+                "time_weighted_mean": tw,
+            }
+        )
+    cols = ["stream", "changes", "max", "max_ts_ns", "time_weighted_mean"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """Everything :mod:`reports.wait_sections` shows about launches for one rank."""
+
+    hta: LaunchStats
+    hta_pairs: pd.DataFrame
+    """:func:`hta_launches` (the pairs ``hta`` summarizes)."""
+    launches: pd.DataFrame
+    """gpuscope's selection (:func:`all_launches`)."""
+    queue: pd.DataFrame
+    """:func:`queue_summary` of :func:`queue_length`."""
+    notes: tuple[str, ...]
+
+
+def launch_analysis(trace: Trace, options: AnalysisOptions | None = None) -> LaunchResult:
+    """HTA figures, gpuscope's launch table and the queue summary, with notes."""
+    options = options or AnalysisOptions()
+    pairs = hta_launches(trace, options)
+    return LaunchResult(
+        hta=launch_stats(pairs),
+        hta_pairs=pairs,
+        launches=all_launches(trace, options),
+        queue=queue_summary(queue_length(trace, options)),
+        notes=trace_notes(trace),
+    )

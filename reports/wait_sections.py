@@ -1,0 +1,241 @@
+"""Per-rank JSON sections ``idle``, ``launch`` and ``memory`` (registered in reports/summary.py).
+
+Each function is ``fn(trace, options, extras)`` and returns a JSON-ready dict; every key is
+defined in ``docs/idle-and-launch.md``.  Conventions: keys ending ``_ns`` are exact integer
+nanoseconds, ``_bytes`` integer bytes; means and medians that are not whole nanoseconds are
+given in microseconds as floats (keys ending ``_us``, HTA's unit); ratios and shares are
+unrounded floats; undefined values are ``null``.  ``notes`` lists, one line each, what the
+trace could not support.
+
+``extras`` may carry ``"host_threshold"`` / ``"comm_threshold"`` (floats) to override the
+host-bound verdict thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analyzers.options import AnalysisOptions
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collectors.model import Trace
+
+TOP_KERNELS = 20
+"""Kernel rows of ``launch.per_kernel`` (by total launch delay)."""
+
+
+def _float(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _us(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1000.0
+
+
+def _int(x: Any) -> int | None:
+    if x is None:
+        return None
+    try:
+        if isinstance(x, float) and math.isnan(x):
+            return None
+    except TypeError:
+        pass
+    return int(x)
+
+
+def _ns_keys(d: Mapping[str, int]) -> dict[str, int]:
+    return {f"{k}_ns": int(v) for k, v in d.items()}
+
+
+def idle(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """HTA's per-stream breakdown, the GPU-wide view, and the host-bound verdicts."""
+    from analyzers.host_bound import (
+        COMM_THRESHOLD,
+        HOST_THRESHOLD,
+        rank_verdict,
+        step_verdicts,
+    )
+    from analyzers.idle import idle_analysis
+
+    host_t = float(extras.get("host_threshold", HOST_THRESHOLD))
+    comm_t = float(extras.get("comm_threshold", COMM_THRESHOLD))
+    res = idle_analysis(trace, options)
+    sv = step_verdicts(trace, options, host_threshold=host_t, comm_threshold=comm_t)
+    rv = rank_verdict(trace, options, sv, host_threshold=host_t, comm_threshold=comm_t)
+    streams = [
+        {
+            "stream": int(r.stream),
+            "category": str(r.category),
+            "idle_ns": int(r.idle_ns),
+            "intervals": int(r.intervals),
+            "ratio": _float(r.ratio),
+        }
+        for r in res.per_stream.itertuples(index=False)
+    ]
+    g = res.gpu
+    steps = [
+        {
+            "step": int(r.step),
+            "start_ns": int(r.start_ns),
+            "end_ns": int(r.end_ns),
+            "duration_ns": int(r.duration_ns),
+            "idle_ns": int(r.idle_ns),
+            "host_wait_ns": int(r.host_wait_ns),
+            "exposed_comm_ns": int(r.exposed_comm_ns),
+            "host_share": _float(r.host_share),
+            "comm_share": _float(r.comm_share),
+            "verdict": str(r.verdict),
+            "host_wait_by_activity": _ns_keys(r.host_wait_by_activity),
+            "top_ops": [{"name": n, "overlap_ns": int(v)} for n, v in r.top_ops],
+        }
+        for r in sv.itertuples(index=False)
+    ]
+    return {
+        "threshold_ns": int(options.consecutive_kernel_delay_ns),
+        "streams": streams,
+        "gpu": {
+            "span_ns": g.span_ns,
+            "busy_ns": g.busy_ns,
+            "idle_ns": g.idle_ns,
+            "gaps": len(g.gaps),
+            "by_cause": _ns_keys(g.by_cause),
+            "by_cpu_activity": _ns_keys(g.by_cpu_activity),
+        },
+        "host_bound": {
+            "verdict": rv.verdict,
+            "basis": rv.basis,
+            "duration_ns": rv.duration_ns,
+            "host_wait_ns": rv.host_wait_ns,
+            "exposed_comm_ns": rv.exposed_comm_ns,
+            "host_share": _float(rv.host_share),
+            "comm_share": _float(rv.comm_share),
+            "host_threshold": host_t,
+            "comm_threshold": comm_t,
+            "steps_by_verdict": dict(rv.steps_by_verdict),
+            "host_wait_by_activity": _ns_keys(rv.host_wait_by_activity),
+        },
+        "steps": steps,
+        "notes": list(res.notes),
+    }
+
+
+def _dist(values: Any) -> dict[str, int]:
+    from analyzers.launch import distribution
+
+    return distribution(np.asarray(values, dtype=np.int64))
+
+
+def _grouped(df: pd.DataFrame, by: str, top: int | None) -> list[dict[str, Any]]:
+    from analyzers.launch import grouped_distributions
+
+    g = grouped_distributions(df, by)
+    if top is not None:
+        g = g.head(top)
+    rows = []
+    for r in g.to_dict("records"):
+        key = r.pop(by)
+        out: dict[str, Any] = {by: int(key) if by == "step" else str(key)}
+        out["launches"] = int(r.pop("launches"))
+        out["cpu_duration"] = {k[4:]: int(v) for k, v in r.items() if k.startswith("cpu_")}
+        out["launch_delay"] = {k[6:]: int(v) for k, v in r.items() if k.startswith("delay_")}
+        rows.append(out)
+    return rows
+
+
+def launch(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """HTA's launch statistics, gpuscope's wider launch view, distributions, queue length."""
+    from analyzers.launch import (
+        LAUNCH_DELAY_CUTOFF_NS,
+        RUNTIME_CUTOFF_NS,
+        launch_analysis,
+    )
+
+    res = launch_analysis(trace, options)
+    pairs = res.hta_pairs
+    h = res.hta
+    a = res.launches
+    calls = a.drop_duplicates("correlation")
+    by_api = calls["launch_name"].value_counts(sort=True)
+    stepped = a[a["step"] >= 0]
+    return {
+        "hta": {
+            "launches": h.n,
+            "cpu_duration_sum_ns": int(pairs["cpu_duration_ns"].sum()),
+            "gpu_duration_sum_ns": int(pairs["gpu_duration_ns"].sum()),
+            "launch_delay_sum_ns": int(pairs["launch_delay_ns"].sum()),
+            "cpu_duration_mean_us": _us(h.cpu_duration_mean_ns),
+            "gpu_duration_mean_us": _us(h.gpu_duration_mean_ns),
+            "launch_delay_mean_us": _us(h.launch_delay_mean_ns),
+            "launch_delay_median_us": _us(h.launch_delay_median_ns),
+            "launch_delay_max_ns": h.launch_delay_max_ns,
+            "short_kernels": h.short_kernels,
+            "runtime_outliers": h.runtime_outliers,
+            "launch_delay_outliers": h.launch_delay_outliers,
+            "runtime_cutoff_ns": RUNTIME_CUTOFF_NS,
+            "launch_delay_cutoff_ns": LAUNCH_DELAY_CUTOFF_NS,
+        },
+        "all": {
+            "calls": len(calls),
+            "ops": len(a),
+            "by_api": {str(k): int(v) for k, v in by_api.items()},
+            "cpu_duration": _dist(calls["cpu_duration_ns"]),
+            "launch_delay": _dist(a["launch_delay_ns"]),
+            "start_after_call": _dist(a["start_after_call_ns"]),
+        },
+        "per_kernel": _grouped(a, "name", TOP_KERNELS),
+        "per_step": sorted(_grouped(stepped, "step", None), key=lambda r: r["step"]),
+        "queue": [
+            {
+                "stream": int(r.stream),
+                "changes": int(r.changes),
+                "max": int(r.max),
+                "max_ts_ns": int(r.max_ts_ns),
+                "time_weighted_mean": _float(r.time_weighted_mean),
+            }
+            for r in res.queue.itertuples(index=False)
+        ],
+        "notes": list(res.notes),
+    }
+
+
+def memory(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """Peak per device and series over the trace, and per step, with the op at each peak."""
+    from analyzers.memory import memory_analysis
+
+    res = memory_analysis(trace, options)
+    series = [
+        {
+            "device": p.device,
+            "series": p.series,
+            "samples": p.samples,
+            "peak_bytes": p.peak_bytes,
+            "peak_ts_ns": p.peak_ts_ns,
+            "peak_op": p.peak_op,
+            "first_bytes": p.first_bytes,
+            "last_bytes": p.last_bytes,
+        }
+        for p in res.peaks
+    ]
+    steps = [
+        {
+            "device": int(r["device"]),
+            "series": str(r["series"]),
+            "step": int(r["step"]),
+            "at_start_bytes": _int(r["at_start_bytes"]),
+            "peak_bytes": _int(r["peak_bytes"]),
+            "peak_ts_ns": _int(r["peak_ts_ns"]),
+            "peak_op": r["peak_op"] if isinstance(r["peak_op"], str) else None,
+            "at_end_bytes": _int(r["at_end_bytes"]),
+        }
+        for r in res.steps.to_dict("records")
+    ]
+    return {"series": series, "steps": steps, "notes": list(res.notes)}
