@@ -28,8 +28,9 @@ def strip_api_version(name: str) -> str:
 def lookup(db: NsysDb, ids: np.ndarray) -> dict[int, str]:
     """``{id: value}`` for the distinct non-negative *ids* found in ``StringIds``."""
     want = np.unique(ids[ids >= 0]) if ids.size else ids
-    if want.size == 0 or not db.has("StringIds"):
+    if want.size == 0:
         return {}
+    db.require_table("StringIds")
     db.require("StringIds", ("id", "value"))
     rows = db.rows(
         "SELECT id, value FROM StringIds WHERE id IN (SELECT value FROM json_each(?))",
