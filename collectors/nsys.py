@@ -222,7 +222,7 @@ def _select(
 ) -> pd.DataFrame:
     """Rows of one process (and device), without the helper columns."""
     if not len(df):
-        return df
+        return df.drop(columns=[c for c in df.columns if c.startswith("_")])
     mask = np.ones(len(df), dtype=bool) if gpid < 0 else (df["_gpid"].to_numpy() == gpid)
     if device is not None and "device" in df:
         mask &= df["device"].to_numpy() == device

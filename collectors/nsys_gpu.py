@@ -156,8 +156,9 @@ def read_memcpy(db: NsysDb) -> pd.DataFrame:
     cols = db.int_columns(MEMCPY, {**_COMMON_MAP, "bytes": "bytes", "_kind": "copyKind"})
     kinds = cols.pop("_kind")
     labels = db.enum_labels("ENUM_CUDA_MEMCPY_OPER", MEMCPY_KIND_LABELS)
-    names = {k: f"[CUDA memcpy {v}]" for k, v in labels.items()}
-    codes = {k: MEMCPY_KIND_CODES.get(k, labels.get(k, str(k))) for k in {*labels, *kinds}}
+    present = {int(k) for k in np.unique(kinds)}
+    names = {k: f"[CUDA memcpy {labels.get(k, f'kind {k}')}]" for k in present}
+    codes = {k: MEMCPY_KIND_CODES.get(k, labels.get(k, f"kind {k}")) for k in present}
     df = _frame(cols, "memcpy", categorical(db, kinds, transform=names))
     df["copy_kind"] = categorical(db, kinds, transform=codes)
     return df

@@ -74,7 +74,7 @@ def split_tid(global_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def read_api_calls(db: NsysDb) -> pd.DataFrame:
-    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``)."""
+    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``), by start."""
     if not db.has(RUNTIME):
         return pd.DataFrame()
     db.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
@@ -100,7 +100,8 @@ def read_api_calls(db: NsysDb) -> pd.DataFrame:
     df["_gpid"] = gpid
     df["name"] = categorical(db, cols["_name"], strip_version=True)
     df["cat"] = categorical(db, np.where(klass < 0, 0, klass), transform=API_CLASSES)
-    return df.drop(columns=["_name"])
+    order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
+    return df.drop(columns=["_name"]).iloc[order].reset_index(drop=True)
 
 
 def read_nvtx_ranges(db: NsysDb) -> pd.DataFrame:
