@@ -1,6 +1,6 @@
 """Kernel summary: one row per kernel name over the window's GPU kernels.
 
-Rows are the window's GPU events (:func:`analyzers.window.gpu_events`) of kind ``kernel``
+Rows are the window's GPU events (:func:`analyzers.temporal.typed_events`) of kind ``kernel``
 (CUPTI's kernel activity; memcpy/memset/sync rows are not kernels), grouped by ``name``.  With
 ``d`` the durations ``end_ns − start_ns`` of one name's ``n`` instances (docs/metrics.md
 "Kernel summary"; Nsight Systems ``cuda_gpu_kern_sum``):
@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.classify import classify
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events
+from analyzers.temporal import typed_events
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,18 +108,15 @@ def kernel_summary(
     *kinds* selects which ``gpu.kind`` rows are summarized (default: kernels only).
     """
     options = options or AnalysisOptions()
-    g = gpu_events(trace, options)
+    g = typed_events(trace, options)
     g = g[g["kind"].isin(list(kinds)).to_numpy()]
     d = g["end_ns"].to_numpy() - g["start_ns"].to_numpy()
     out = summarize_durations(g["name"], d)
     if out.empty:
         return out.assign(type=[], time_pct=[])[list(SUMMARY_COLUMNS)]
     # one type per name: the classification of the name (and of its rows' kind)
-    import pandas as pd
-
-    types = pd.Series(classify(g["name"], g["kind"], options.hta_version), index=g.index)
     names = g["name"].astype(object).where(g["name"].notna(), UNNAMED)
-    type_of = types.groupby(names.to_numpy(), sort=False).first()
+    type_of = g["type"].groupby(names.to_numpy(), sort=False).first()
     out["type"] = type_of.reindex(out["name"]).to_numpy()
     grand = int(out["total_ns"].sum())
     out["time_pct"] = 100.0 * out["total_ns"] / grand if grand else np.nan

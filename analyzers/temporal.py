@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION, COMPUTATION, classify
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events
+from analyzers.window import gpu_events, memoized
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,13 +82,22 @@ class Overlap:
 
 def typed_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """The window's GPU events with a ``type`` column (COMMUNICATION / MEMORY / ...)."""
-    options = options or AnalysisOptions()
-    g = gpu_events(trace, options)
-    return g.assign(type=classify(g["name"], g["kind"], options.hta_version))
+    opts = options or AnalysisOptions()
+
+    def compute() -> pd.DataFrame:
+        g = gpu_events(trace, opts)
+        return g.assign(type=classify(g["name"], g["kind"], opts.hta_version))
+
+    return memoized(trace, opts, "typed_events", compute)
 
 
 def typed_intervals(trace: Trace, options: AnalysisOptions | None = None) -> TypedIntervals:
     """merged(G), P and C of the window's GPU events (see the module docstring)."""
+    opts = options or AnalysisOptions()
+    return memoized(trace, opts, "typed_intervals", lambda: _typed_intervals(trace, opts))
+
+
+def _typed_intervals(trace: Trace, options: AnalysisOptions) -> TypedIntervals:
     g = typed_events(trace, options)
     s = g["start_ns"].to_numpy()
     e = g["end_ns"].to_numpy()

@@ -36,8 +36,9 @@ says ``device_type: MTIA``, which no Kineto fixture does) is not reproduced.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from collectors.model import Trace
+
+T = TypeVar("T")
 
 DEVICE_SYNC_NAMES = ("Event Sync", "Context Sync")
 """Stream-less synchronization rows HTA counts as GPU kernels."""
@@ -80,12 +83,28 @@ class _Selection:
     """Boolean mask over ``trace.gpu`` rows: kept by the filter."""
 
 
-_CACHE: dict[
-    tuple[int, int, bool, str],
-    tuple[weakref.ref[pd.DataFrame], weakref.ref[pd.DataFrame], _Selection],
-] = {}
-"""Selections of live traces, so the analyses of one trace filter it once."""
+_CACHE: dict[tuple[int, int, bool, str], tuple[Any, Any, dict[str, Any]]] = {}
+"""Per-trace results of live traces (weak references), so one trace is filtered only once."""
 _CACHE_SIZE = 16
+
+
+def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per (trace, window options, *name*); later calls reuse the result.
+
+    Keyed by the identity of the trace's tables (never mutated) and the options that change
+    the window or the kernel types (``all_events``, ``hta_version``).
+    """
+    key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
+    hit = _CACHE.get(key)
+    if hit is None or hit[0]() is not trace.gpu or hit[1]() is not trace.host:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        hit = (weakref.ref(trace.gpu), weakref.ref(trace.host), {})
+        _CACHE[key] = hit
+    results = hit[2]
+    if name not in results:
+        results[name] = compute()
+    return results[name]  # type: ignore[no-any-return]
 
 
 def _matching_codes(col: pd.Series, pattern_match: object) -> np.ndarray:
@@ -163,15 +182,7 @@ def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
 
 
 def _selection(trace: Trace, options: AnalysisOptions) -> _Selection:
-    key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is trace.gpu and hit[1]() is trace.host:
-        return hit[2]
-    sel = _select(trace, options)
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = (weakref.ref(trace.gpu), weakref.ref(trace.host), sel)
-    return sel
+    return memoized(trace, options, "window", lambda: _select(trace, options))
 
 
 def window(trace: Trace, options: AnalysisOptions | None = None) -> Window:
