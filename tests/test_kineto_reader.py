@@ -8,6 +8,7 @@ gpuscope itself.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from collections import Counter
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import shared_path
+from conftest import SAMPLES, shared_path
 
 from collectors.errors import InputError
 from collectors.kineto import rank_from_filename, read_kineto, read_kineto_files
@@ -579,3 +580,30 @@ def test_several_files_are_sorted_by_rank_with_progress(tmp_path: Path) -> None:
     assert [t.rank for t in traces] == [0, 1, 2]
     assert calls == [(1, 3, "rank-2.json"), (2, 3, "rank-0.json"), (3, 3, "rank-1.json")]
     assert np.unique([t.meta.source_path for t in traces]).size == 3
+
+
+COMMITTED = sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*.json.gz"))
+
+
+@pytest.mark.parametrize("rel", COMMITTED)
+def test_every_committed_sample_trace_loads_without_shared_data(rel: str) -> None:
+    path = SAMPLES / rel
+    trace = read_kineto(path)
+    rows = _split(_load_json(path))
+    assert len(trace.gpu) == len(rows["gpu"])
+    assert len(trace.host) == len(rows["host"])
+    assert len(trace.steps()) >= 2
+
+
+def test_real_samples_are_the_hta_fixtures_with_their_licence() -> None:
+    real = SAMPLES / "real"
+    assert "MIT License" in (real / "LICENSE.HTA").read_text(encoding="utf-8")
+    for folder, name, kernels in (
+        ("trace_compare_base", "base.json.gz", 6),
+        ("trace_compare_test", "test.json.gz", 5),
+    ):
+        trace = read_kineto(real / folder / name)
+        assert trace.rank == 1
+        assert int((trace.gpu["kind"] == "kernel").sum()) == kernels  # MANIFEST.md
+        digest = hashlib.sha256((real / folder / name).read_bytes()).hexdigest()
+        assert digest in (real / "ATTRIBUTION.md").read_text(encoding="utf-8")
