@@ -150,10 +150,7 @@ def test_shared_export_range_projection_matches_sql(name: str) -> None:
         for r in p.itertuples(index=False)
     )
     assert got == want
-    assert (
-        sum(c for (*_, c, _k, _lo, _hi, _t) in [(k[0], k[3], k[4], k[5], k[6], k[7]) for k in got])
-        > 0
-    )
+    assert (p["gpu_ops"] > 0).any()  # some range launched GPU work: the comparison is not vacuous
     assert (p["gpu_busy_ns"] <= p["gpu_sum_ns"]).all() and (
         p["gpu_busy_ns"] <= p["gpu_span_ns"]
     ).all()
