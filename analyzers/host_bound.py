@@ -11,6 +11,8 @@ or busy?  Definitions (``docs/idle-and-launch.md``):
 - verdict: among ``host-bound`` (``host_share > host_threshold``) and
   ``communication-bound`` (``comm_share > comm_threshold``) the one with the larger share
   (``host-bound`` on a tie); ``GPU-bound`` when neither exceeds its threshold;
+- a step with no GPU activity at all gets no verdict (None), nor does a rank without GPU
+  events in the window;
 - per rank: the same rule on the sums over the steps (with no steps: over the GPU span, using
   the whole-window host wait and exposed communication);
 - responsible CPU ops of a step: the top-level host operators (Kineto ``cpu_op`` and
@@ -176,8 +178,11 @@ def step_verdicts(
     out["host_wait_ns"] = hw.astype(np.int64)
     out["host_share"] = hs
     out["comm_share"] = cs
-    shares = zip(hs.tolist(), cs.tolist(), strict=True)
-    out["verdict"] = [verdict(h, c, host_threshold, comm_threshold) for h, c in shares]
+    no_gpu = (sb["idle_ns"].to_numpy() == dur).tolist()
+    shares = zip(hs.tolist(), cs.tolist(), no_gpu, strict=True)
+    out["verdict"] = [
+        None if empty else verdict(h, c, host_threshold, comm_threshold) for h, c, empty in shares
+    ]
     out["host_wait_by_activity"] = by_act
     out["top_ops"] = tops
     return out.reset_index(drop=True)
@@ -231,5 +236,6 @@ def rank_verdict(
         basis = "gpu span"
     hs = hw / dur if dur > 0 else 0.0
     cs = ec / dur if dur > 0 else 0.0
-    v = verdict(hs, cs, host_threshold, comm_threshold) if dur > 0 else None
+    has_gpu = not window_gpu(trace, options).empty
+    v = verdict(hs, cs, host_threshold, comm_threshold) if dur > 0 and has_gpu else None
     return RankVerdict(v, basis, dur, hw, ec, hs, cs, counts, acts)

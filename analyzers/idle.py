@@ -77,7 +77,15 @@ _SYNC = re.compile(
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+")
 """Names of ProfilerStep markers (never counted as operators)."""
-API_CATS = ("cuda_runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime", "xpu_runtime")
+API_CATS = (
+    "cuda_runtime",
+    "cuda_driver",
+    "Runtime",
+    "mtia_runtime",
+    "privateuse1_runtime",
+    "xpu_runtime",
+)
+"""Host categories that are device API calls (``Runtime``: Kineto before 2023)."""
 
 NOTE_NO_CORRELATION = (
     "no correlation ids link GPU events to CPU launch calls: host-wait classification, "

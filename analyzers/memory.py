@@ -161,8 +161,13 @@ STEP_PEAK_COLUMNS = (
 )
 
 
+_NULLABLE_INT = ("at_start_bytes", "peak_bytes", "peak_ts_ns", "at_end_bytes")
+"""Exact integers with ``<NA>`` where there is no sample (float64 would round epoch ns)."""
+
+
 def step_peaks(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
-    """Per (device, series, window step): columns :data:`STEP_PEAK_COLUMNS` (None = no sample)."""
+    """Per (device, series, window step): columns :data:`STEP_PEAK_COLUMNS` (``<NA>`` / None
+    where there is no sample)."""
     options = options or AnalysisOptions()
     tl = memory_timeline(trace)
     steps = trace.steps()
@@ -193,7 +198,10 @@ def step_peaks(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
                     "at_end_bytes": int(b[stop - 1]) if stop > 0 else None,
                 }
             )
-    return pd.DataFrame(rows, columns=list(STEP_PEAK_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(STEP_PEAK_COLUMNS))
+    for col in _NULLABLE_INT:
+        out[col] = pd.array(out[col].tolist(), dtype="Int64")
+    return out
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def host_bound_table(rank: Mapping[str, Any]) -> Table | None:
             _ms(s["idle_ns"]),
             _share(s["host_share"]),
             _share(s["comm_share"]),
-            s["verdict"],
+            s["verdict"] or "no GPU work",
             ops,
         )
     return t

@@ -42,14 +42,10 @@ def _us(ns: float | None) -> float | None:
 
 
 def _int(x: Any) -> int | None:
-    if x is None:
-        return None
-    try:
-        if isinstance(x, float) and math.isnan(x):
-            return None
-    except TypeError:
-        pass
-    return int(x)
+    """An int, or None for None / NaN / ``pd.NA``."""
+    import pandas as pd
+
+    return None if x is None or pd.isna(x) else int(x)
 
 
 def _ns_keys(d: Mapping[str, int]) -> dict[str, int]:
@@ -93,7 +89,7 @@ def idle(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> d
             "exposed_comm_ns": int(r.exposed_comm_ns),
             "host_share": _float(r.host_share),
             "comm_share": _float(r.comm_share),
-            "verdict": str(r.verdict),
+            "verdict": r.verdict,
             "host_wait_by_activity": _ns_keys(r.host_wait_by_activity),
             "top_ops": [{"name": n, "overlap_ns": int(v)} for n, v in r.top_ops],
         }
