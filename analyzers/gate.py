@@ -12,8 +12,8 @@ For each series, with ``s = +1`` when lower is better and ``-1`` when higher is 
 * **evidence**, one-sided in the direction of the change, the first that applies:
   Mann–Whitney U on the per-step samples (both sides ≥ ``min_samples``), Welch's t-test from
   per-call (n, mean, std), or — store baselines of ≥ ``min_runs`` runs — the prediction
-  t-test ``t = Δ / (sd·√(1 + 1/K))`` with K − 1 degrees of freedom.  None applies, or a store
-  baseline has fewer than ``min_runs`` runs → ``insufficient``.
+  t-test ``t = s·(x − mean) / (sd·√(1 + 1/K))`` with K − 1 degrees of freedom.  None
+  applies, or a store baseline has fewer than ``min_runs`` runs → ``insufficient``.
 
 Outcome: **fail** when effect ≥ fail threshold, ``Δ > noise_k·spread``, ``Δ > floor`` and
 ``p < α``; else **warn** when effect ≥ warn threshold; **improved** when effect ≤ −warn,
@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -39,8 +40,8 @@ Test = Literal["mann-whitney", "welch", "prediction-t"]
 
 SE_MEDIAN_FACTOR = math.sqrt(math.pi / 2.0)
 """Asymptotic standard error of a normal sample's median relative to σ/√n (≈ 1.2533)."""
-MAD_TO_SIGMA = 1.4826
-"""1 / Φ⁻¹(3/4): scales a MAD to σ for normal data (scipy's ``scale='normal'``)."""
+MAD_TO_SIGMA = 1.0 / NormalDist().inv_cdf(0.75)
+"""1 / Φ⁻¹(3/4) ≈ 1.4826: scales a MAD to σ for normal data (scipy's ``scale='normal'``)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def robust_spread(values: Sequence[float]) -> float:
     """``1.4826 × MAD`` (median absolute deviation from the median, normal-consistent)."""
     if len(values) < 2:
         return 0.0
-    return float(stats.median_abs_deviation(np.asarray(values, float), scale="normal"))
+    x = np.asarray(values, dtype=np.float64)
+    return float(MAD_TO_SIGMA * np.median(np.abs(x - np.median(x))))
 
 
 def se_of_median(samples: Sequence[float]) -> float:
@@ -177,7 +179,8 @@ def _evidence(
         vals = np.array([b.value for b in base], float)
         k = len(vals)
         sd = float(np.std(vals, ddof=1))
-        d = delta if test_worse else -delta
+        worse = (1.0 if lower_is_better else -1.0) * (cur.value - float(np.mean(vals)))
+        d = worse if test_worse else -worse
         if sd == 0.0:
             p = 0.0 if d > 0 else 1.0
         else:
