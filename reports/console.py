@@ -153,7 +153,7 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
     if not ranks:
         console.print("no ranks to analyse", markup=False)
         return
-    for r in ranks:
+    for r in ranks[:DETAIL_RANKS]:
         console.print(_window_line(r))
     if len(ranks) > 1:
         console.print(ranks_table(ranks))
@@ -167,6 +167,6 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
             console.print(step_table(r))
     if len(ranks) > DETAIL_RANKS:
         console.print(
-            f"(kernel and step tables of the other {len(ranks) - DETAIL_RANKS} ranks: see --json)",
+            f"(details of the other {len(ranks) - DETAIL_RANKS} ranks: see --json)",
             markup=False,
         )
