@@ -245,3 +245,26 @@ def test_importing_profiler_is_light() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, cwd=REPO)
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_sigterm_flushes_the_window_then_dies_by_the_signal(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, profiler\n"
+        "from profiler.session import Session\n"
+        "s = Session('run', steps='1:100', nvml_hz=0, backend='host').start()\n"
+        "for _ in range(3):\n"
+        "    with profiler.region('r'):\n"
+        "        pass\n"
+        "    profiler.step()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "raise SystemExit('not reached')\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert r.returncode == -signal.SIGTERM, r.stderr.decode()
+    meta = _meta(tmp_path / "run")
+    assert meta["stop_reason"] == "SIGTERM"
+    (trace,) = load_traces([tmp_path / "run" / "traces"])
+    assert list(trace.steps()["step"]) == [1, 2, 3]
