@@ -84,22 +84,27 @@ class _Selection:
 
 
 _CACHE: dict[tuple[int, int, bool, str], tuple[Any, Any, dict[str, Any]]] = {}
-"""Per-trace results of live traces (weak references), so one trace is filtered only once."""
-_CACHE_SIZE = 16
+"""Per-trace results of live traces; an entry goes when its trace's table is collected."""
+_CACHE_SIZE = 64
 
 
 def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callable[[], T]) -> T:
     """``compute()`` once per (trace, window options, *name*); later calls reuse the result.
 
     Keyed by the identity of the trace's tables (never mutated) and the options that change
-    the window or the kernel types (``all_events``, ``hta_version``).
+    the window or the kernel types (``all_events``, ``hta_version``).  Results are dropped as
+    soon as the trace's ``gpu`` table is garbage-collected.
     """
     key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
     hit = _CACHE.get(key)
     if hit is None or hit[0]() is not trace.gpu or hit[1]() is not trace.host:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        hit = (weakref.ref(trace.gpu), weakref.ref(trace.host), {})
+        hit = (
+            weakref.ref(trace.gpu, lambda _ref, k=key: _CACHE.pop(k, None)),
+            weakref.ref(trace.host),
+            {},
+        )
         _CACHE[key] = hit
     results = hit[2]
     if name not in results:

@@ -169,3 +169,17 @@ def test_gpu_events_keep_the_gpu_table_index_and_columns() -> None:
     g = gpu_events(t)
     assert list(g.columns) == list(t.gpu.columns)
     assert sorted(g.index.tolist()) == [0, 1]
+
+
+def test_memoized_results_leave_with_their_trace() -> None:
+    import gc
+
+    from analyzers import window as window_module
+
+    t = build(TWO_STEPS_HOST, TWO_STEPS_GPU)
+    gpu_events(t)
+    key = (id(t.gpu), id(t.host), False, "0.6")
+    assert key in window_module._CACHE
+    del t
+    gc.collect()
+    assert key not in window_module._CACHE
