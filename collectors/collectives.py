@@ -154,7 +154,7 @@ def link_peak(device_name: str | None) -> tuple[float, str] | None:
     if not device_name:
         return None
     for pattern, gbps, link in LINK_PEAKS:
-        if re.search(pattern, device_name):
+        if re.search(pattern, device_name, re.IGNORECASE):
             return (gbps, link) if not math.isnan(gbps) else None
     return None
 
@@ -319,22 +319,23 @@ def _launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return pid, tid, start
 
 
-def _nvtx_ranges(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """NCCL-domain NVTX collective ranges, and ``ncclGroupEnd`` ranges."""
+def _nvtx_ranges(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """NCCL-domain NVTX collective ranges, ``ncclGroupEnd`` and ``ncclGroupStart`` ranges."""
     a = trace.annotations
     empty = pd.DataFrame(columns=["pid", "tid", "start_ns", "end_ns", "name", "payload"])
     if a.empty:
-        return empty, empty
+        return empty, empty, empty
     dom = a["domain"].astype(object)
     nccl = (a["kind"] == "nvtx").to_numpy() & (dom == "NCCL").to_numpy()
     if not nccl.any():
-        return empty, empty
+        return empty, empty, empty
     r = a[nccl]
     names = r["name"].astype(str)
     coll = names.map(lambda s: canonical_collective(s) if s.startswith("nccl") else None)
     ops = r[coll.notna().to_numpy()].assign(collective=coll[coll.notna()])
-    groups = r[names.str.startswith("ncclGroupEnd").to_numpy()]
-    return ops, groups
+    ends = r[names.str.startswith("ncclGroupEnd").to_numpy()]
+    starts = r[names.str.startswith("ncclGroupStart").to_numpy()]
+    return ops, ends, starts
 
 
 # --------------------------------------------------------------------------------- builder
@@ -370,6 +371,7 @@ class _Ctx:
     h_index: pd.Index
     nvtx_ops: pd.DataFrame
     nvtx_groups: pd.DataFrame
+    nvtx_group_starts: pd.DataFrame
     pg_cfg: dict[str, dict[str, Any]]
 
     def pos(self, label: int) -> int:
@@ -391,7 +393,7 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
     is_rpc = (hname == "record_param_comms").to_numpy(dtype=bool)
     is_ann = hname.map(lambda s: isinstance(s, str) and s.startswith("nccl:")).to_numpy(bool)
     is_c10d = hname.map(lambda s: isinstance(s, str) and s.startswith("c10d::")).to_numpy(bool)
-    nvtx_ops, nvtx_groups = _nvtx_ranges(trace)
+    nvtx_ops, nvtx_groups, nvtx_group_starts = _nvtx_ranges(trace)
     ctx = _Ctx(
         host_args=h["comm_args"].to_numpy(),
         host_dims=h["input_dims"].to_numpy(),
@@ -401,6 +403,7 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
         h_index=h.index,
         nvtx_ops=nvtx_ops,
         nvtx_groups=nvtx_groups,
+        nvtx_group_starts=nvtx_group_starts,
         pg_cfg=_pg_config(trace),
     )
     rng = h[["pid", "tid", "start_ns", "end_ns"]]
@@ -608,7 +611,9 @@ def _collective_record(
         nv_name = row["collective"]
         nv_meta = _nvtx_meta(row["payload"], nv_name)
     elif group >= 0:
-        nv_name, nv_meta = _group_meta(ctx.nvtx_ops, ctx.nvtx_groups.loc[group])
+        nv_name, nv_meta = _group_meta(
+            ctx.nvtx_ops, ctx.nvtx_group_starts, ctx.nvtx_groups.loc[group]
+        )
     ann_name = canonical_collective(ctx.host_names[ctx.pos(ann)]) if ann >= 0 else None
 
     rec: dict[str, Any] = {c: None for c in COLUMNS}
@@ -728,20 +733,30 @@ def _nvtx_meta(payload: Any, collective: str | None) -> dict[str, Any]:
     return out
 
 
-def _group_meta(ops: pd.DataFrame, group: pd.Series) -> tuple[str | None, dict[str, Any]]:
+def _group_meta(
+    ops: pd.DataFrame, starts: pd.DataFrame, group: pd.Series
+) -> tuple[str | None, dict[str, Any]]:
     """Collective and summed sizes of the NVTX collective ranges inside an NCCL group call.
 
-    A group ends with ``ncclGroupEnd``, which launches the kernel; the member ranges are the
-    collective ranges on that thread from the group's start... approximated by those starting
-    within 1 s before the ``ncclGroupEnd`` range and after the previous group end.
+    ``ncclGroupEnd`` launches the group's kernel; the members are the collective ranges on the
+    same thread between the last ``ncclGroupStart`` before it and its start.  A group of sends
+    and receives is ``send_recv``; a group of one collective type is that type; a mix is
+    unknown (None).
     """
-    same = ops[(ops["pid"] == group["pid"]) & (ops["tid"] == group["tid"])]
-    before = same[same["end_ns"] <= group["start_ns"]]
-    if before.empty:
+    same_thread = (starts["pid"] == group["pid"]) & (starts["tid"] == group["tid"])
+    begin = starts[same_thread & (starts["start_ns"] <= group["start_ns"])]
+    if begin.empty:
         return None, {}
-    # members: the run of ranges since the previous ncclGroupEnd-launched work on this thread
-    members = before[before["start_ns"] >= group["start_ns"] - 1_000_000_000]
+    t0 = begin["start_ns"].max()
+    members = ops[
+        (ops["pid"] == group["pid"])
+        & (ops["tid"] == group["tid"])
+        & (ops["start_ns"] >= t0)
+        & (ops["end_ns"] <= group["start_ns"])
+    ]
     colls = set(members["collective"])
+    if not colls:
+        return None, {}
     if colls <= {"send", "recv"}:
         name = "send_recv" if len(colls) == 2 else next(iter(colls))
     elif len(colls) == 1:
@@ -777,9 +792,7 @@ def _finish(trace: Trace, records: list[dict[str, Any]]) -> pd.DataFrame:
     outb = df["out_bytes"].to_numpy().copy()
     gather_like = np.isin(coll, ["all_gather", "gather"])
     scatter_like = np.isin(coll, ["reduce_scatter", "scatter"])
-    same = ~(gather_like | scatter_like) & np.isin(
-        coll, ["all_reduce", "broadcast", "reduce", "all_to_all"]
-    )
+    same = np.isin(coll, ["all_reduce", "broadcast", "reduce"])
     known_n = n > 0
     fix = gather_like & (outb < 0) & (inb >= 0) & known_n
     outb[fix] = inb[fix] * n[fix]
@@ -787,6 +800,8 @@ def _finish(trace: Trace, records: list[dict[str, Any]]) -> pd.DataFrame:
     inb[fix] = outb[fix] * n[fix]
     fix = same & (outb < 0) & (inb >= 0)
     outb[fix] = inb[fix]
+    df["in_bytes"] = inb.astype(np.int64)
+    df["out_bytes"] = outb.astype(np.int64)
     rule_out = np.array([message_size_rule(c) == "out" for c in coll], dtype=bool)
     df["message_bytes"] = np.where(rule_out, outb, inb).astype(np.int64)
     dur = df["duration_ns"].to_numpy().astype(np.float64)
