@@ -330,8 +330,12 @@ def gpu_idle_gaps(trace: Trace, options: AnalysisOptions | None = None) -> pd.Da
 
 
 def launch_threads(trace: Trace, g: pd.DataFrame) -> pd.DataFrame:
-    """Host rows on the threads that launched at least one of the GPU events *g*."""
-    h = trace.host
+    """Host rows on the threads that launched at least one of the GPU events *g*.
+
+    Only the columns the idle analyses read are kept (name, cat, start_ns, end_ns, pid, tid,
+    correlation).
+    """
+    h = trace.host[["name", "cat", "start_ns", "end_ns", "pid", "tid", "correlation"]]
     corr = g["correlation"].to_numpy()
     launchers = h[h["correlation"].isin(corr[corr >= 0])]
     if launchers.empty:

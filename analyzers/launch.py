@@ -68,6 +68,8 @@ LAUNCH_DELAY_CUTOFF_NS = 100_000
 """HTA's ``launch_delay_cutoff`` (100 µs): a longer launch delay is a delay outlier."""
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
+_HOST_COLS = ["name", "cat", "start_ns", "end_ns", "correlation"]
+_GPU_COLS = ["name", "kind", "stream", "start_ns", "end_ns", "correlation"]
 
 LAUNCH_COLUMNS = (
     "gpu_index",
@@ -160,11 +162,11 @@ def hta_launches(
     """HTA-compatible launch pairs, columns :data:`LAUNCH_COLUMNS` (one row per join match)."""
     options = options or AnalysisOptions()
     names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
-    h = trace.host
+    h = trace.host[_HOST_COLS]
     h = h[h["correlation"] >= 0]
     selected = h[_api_name(h["name"]).isin(names).to_numpy()]["correlation"].unique()
     cpu = h[h["correlation"].isin(selected)]
-    g = gpu_events(trace, options)
+    g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["correlation"].isin(selected)]
     return _join(trace, options, cpu, g)
 
@@ -176,10 +178,10 @@ def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
     a correlation, only the earliest is kept).
     """
     options = options or AnalysisOptions()
-    h = trace.host
+    h = trace.host[_HOST_COLS]
     h = h[(h["correlation"] >= 0) & np.asarray(h["cat"].isin(API_CATS), dtype=bool)]
     h = h.sort_values("start_ns", kind="stable").drop_duplicates("correlation", keep="first")
-    g = gpu_events(trace, options)
+    g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["kind"].isin(LAUNCH_KINDS) & (g["correlation"] >= 0)]
     return _join(trace, options, h, g)
 
@@ -280,9 +282,9 @@ def grouped_distributions(launches: pd.DataFrame, by: str) -> pd.DataFrame:
 def queue_length(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """HTA's queue-length series: columns stream, ts_ns, queue_length (one row per change)."""
     options = options or AnalysisOptions()
-    h = trace.host
+    h = trace.host[_HOST_COLS]
     h = h[(h["correlation"] >= 0) & _api_name(h["name"]).isin(HTA_QUEUE_NAMES).to_numpy()]
-    g = gpu_events(trace, options)
+    g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["correlation"].isin(h["correlation"].unique())]
     runtime = h[["correlation", "start_ns"]].merge(g[["correlation", "stream"]], on="correlation")
     ts = np.concatenate([runtime["start_ns"].to_numpy(), g["start_ns"].to_numpy()])
