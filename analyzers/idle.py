@@ -52,13 +52,14 @@ CPU_ACTIVITIES = (
 )
 """Attribution of GPU-wide idle time, in priority order (the first that is active wins):
 
-- ``data_loading``: inside a host event whose name contains ``DataLoader`` (PyTorch's
+- ``data_loading``: inside a non-API host event whose name contains ``DataLoader`` (PyTorch's
   ``enumerate(DataLoader)#...__next__``) or starts with ``data_load`` (case-insensitive);
-- ``optimizer``: inside a host event whose name starts with ``Optimizer.`` (PyTorch's
-  ``Optimizer.step#Adam.step``, ``Optimizer.zero_grad#...``) or contains ``optimizer``;
+- ``optimizer``: inside a non-API host event whose name contains ``optimizer`` or
+  ``zero_grad`` (case-insensitive: ``Optimizer.step#Adam.step``, ``## optimizer ##``);
 - ``sync``: inside a CUDA/HIP runtime or driver call that blocks the CPU: names containing
   ``Synchronize`` (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``, ``cuCtxSynchronize``...)
-  and the blocking copies ``cudaMemcpy``, ``cudaMemcpy2D``, ``cudaMemcpy3D``, ``hipMemcpy``;
+  and the blocking copies ``cudaMemcpy``, ``cudaMemcpy2D``, ``cudaMemcpy3D``, ``hipMemcpy``,
+  ``cuMemcpyHtoD/DtoH/DtoD``;
 - ``cuda_api``: inside any other runtime/driver call (launches, allocations, event queries);
 - ``cpu_op``: inside any other recorded host event (framework operators: Kineto ``cpu_op``);
 - ``python``: inside a ``python_function`` event, a user annotation (``record_function``
