@@ -6,8 +6,8 @@ Sources (each optional: nsys creates a table only when that activity was capture
 table                                         ``kind``    ``name``
 ============================================  ==========  ====================================
 ``CUPTI_ACTIVITY_KIND_KERNEL``                kernel      ``demangledName`` via ``StringIds``
-                                                          (``shortName`` / ``mangledName``
-                                                          when NULL)
+                                                          (``shortName`` when its string is
+                                                          missing)
 ``CUPTI_ACTIVITY_KIND_MEMCPY``                memcpy      ``[CUDA memcpy <copyKind label>]``
 ``CUPTI_ACTIVITY_KIND_MEMSET``                memset      ``[CUDA memset]``
 ``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION``       sync        Kineto's name of the ``syncType``
@@ -86,6 +86,22 @@ in the window filter) treat nsys and Kineto rows alike.  Unlisted codes → ``Un
 NO_STREAM = 0xFFFFFFFF
 """CUPTI's invalid-id value (a context sync has no stream) → the model's ``-1``."""
 
+KERNEL_PACKING = (
+    (("grid_x", 32), ("grid_y", 17), ("block_x", 11)),
+    (
+        ("grid_z", 17),
+        ("block_y", 11),
+        ("block_z", 7),
+        ("registers_per_thread", 9),
+        ("static_smem_bytes", 17),
+    ),
+    (("dynamic_smem_bytes", 20), ("stream", 24), ("device", 16)),
+    (("_demangled", 31), ("_short_id", 31)),
+)
+"""Bit fields for the kernel read (:meth:`NsysDb.int_columns`): CUDA's limits (grid ≤ 2³¹−1 ×
+65535 × 65535, block ≤ 1024 × 1024 × 64, ≤ 255 registers, ≤ 48 KiB static shared memory) fit
+with room; a value that does not fit is read unpacked, so the result is exact either way."""
+
 _COMMON_MAP = {
     "start_ns": "start",
     "end_ns": "end",
@@ -116,7 +132,6 @@ def read_kernels(db: NsysDb) -> pd.DataFrame:
             **_COMMON_MAP,
             "_demangled": "demangledName",
             "_short_id": "shortName",
-            "_mangled": "mangledName",
             "grid_x": "gridX",
             "grid_y": "gridY",
             "grid_z": "gridZ",
@@ -127,19 +142,14 @@ def read_kernels(db: NsysDb) -> pd.DataFrame:
             "static_smem_bytes": "staticSharedMemory",
             "dynamic_smem_bytes": "dynamicSharedMemory",
         },
+        packed=KERNEL_PACKING,
     )
     name_ids = cols.pop("_demangled")
     short_ids = cols.pop("_short_id")
-    mangled_ids = cols.pop("_mangled")
-    strings = lookup(db, np.concatenate([name_ids, short_ids, mangled_ids]))
-    # demangled name; the short, then the mangled name where the demangled one is missing
+    strings = lookup(db, np.concatenate([name_ids, short_ids]))
+    # the demangled name; the short name where the demangled string is missing
     known = np.fromiter(strings, dtype=np.int64, count=len(strings))
-    best = name_ids.copy()
-    for alt in (short_ids, mangled_ids):
-        bad = ~np.isin(best, known)
-        if not bad.any():
-            break
-        best[bad] = alt[bad]
+    best = np.where(np.isin(name_ids, known), name_ids, short_ids)
     static = cols["static_smem_bytes"]
     dynamic = cols["dynamic_smem_bytes"]
     cols["shared_mem_bytes"] = np.where((static >= 0) & (dynamic >= 0), static + dynamic, -1)
@@ -186,7 +196,7 @@ def read_sync(db: NsysDb) -> pd.DataFrame:
 
 
 def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
-    """All GPU rows of the export (kernels, memcpy, memset, sync), sorted by start time."""
+    """All GPU rows of the export: kernels, memcpy, memset, sync, each in table (rowid) order."""
     parts = [p for p in (read_kernels(db), read_memcpy(db), read_memset(db), read_sync(db))]
     parts = [p for p in parts if len(p.columns)]
     if not parts:
@@ -204,8 +214,7 @@ def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
             df[c] = values
         ints = [c for c in df.columns if c not in ("name", "kind", *cats)]
         df[ints] = df[ints].fillna(-1).astype(np.int64)
-    order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
-    return df.iloc[order].reset_index(drop=True)
+    return df
 
 
 def _union(parts: list[pd.DataFrame], col: str) -> pd.Categorical:

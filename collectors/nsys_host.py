@@ -74,7 +74,7 @@ def split_tid(global_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def read_api_calls(db: NsysDb) -> pd.DataFrame:
-    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``), by start."""
+    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``)."""
     if not db.has(RUNTIME):
         return pd.DataFrame()
     db.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
@@ -91,6 +91,7 @@ def read_api_calls(db: NsysDb) -> pd.DataFrame:
             "_class": "eventClass",
         },
         where=f"eventClass IN ({classes})" if has_class else None,
+        packed=((("_name", 32), ("_class", 16)),),
     )
     gpid, pid, tid = split_tid(cols.pop("_gtid"))
     klass = cols.pop("_class")
@@ -100,8 +101,7 @@ def read_api_calls(db: NsysDb) -> pd.DataFrame:
     df["_gpid"] = gpid
     df["name"] = categorical(db, cols["_name"], strip_version=True)
     df["cat"] = categorical(db, np.where(klass < 0, 0, klass), transform=API_CLASSES)
-    order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
-    return df.drop(columns=["_name"]).iloc[order].reset_index(drop=True)
+    return df.drop(columns=["_name"])
 
 
 def read_nvtx_ranges(db: NsysDb) -> pd.DataFrame:
