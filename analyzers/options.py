@@ -15,3 +15,7 @@ class AnalysisOptions:
     """Kernel-classification rule set: ``"0.6"`` (default) or ``"0.5"`` (metrics.md §3)."""
     consecutive_kernel_delay_ns: int = 30_000
     """Idle gaps shorter than this are ``kernel_wait`` (metrics.md §8)."""
+    host_threshold: float = 0.10
+    """A step is host-bound when the GPU waits for the CPU more than this share of it."""
+    comm_threshold: float = 0.10
+    """A step is communication-bound when exposed communication exceeds this share of it."""

@@ -7,8 +7,8 @@ given in microseconds as floats (keys ending ``_us``, HTA's unit); ratios and sh
 unrounded floats; undefined values are ``null``.  ``notes`` lists, one line each, what the
 trace could not support.
 
-``extras`` may carry ``"host_threshold"`` / ``"comm_threshold"`` (floats) to override the
-host-bound verdict thresholds.
+The host-bound verdict thresholds come from ``AnalysisOptions.host_threshold`` /
+``comm_threshold``.
 """
 
 from __future__ import annotations
@@ -55,15 +55,13 @@ def _ns_keys(d: Mapping[str, int]) -> dict[str, int]:
 def idle(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
     """HTA's per-stream breakdown, the GPU-wide view, and the host-bound verdicts."""
     from analyzers.host_bound import (
-        COMM_THRESHOLD,
-        HOST_THRESHOLD,
         rank_verdict,
         step_verdicts,
     )
     from analyzers.idle import idle_analysis
 
-    host_t = float(extras.get("host_threshold", HOST_THRESHOLD))
-    comm_t = float(extras.get("comm_threshold", COMM_THRESHOLD))
+    host_t = float(options.host_threshold)
+    comm_t = float(options.comm_threshold)
     res = idle_analysis(trace, options)
     sv = step_verdicts(trace, options, host_threshold=host_t, comm_threshold=comm_t)
     rv = rank_verdict(trace, options, sv, host_threshold=host_t, comm_threshold=comm_t)

@@ -99,7 +99,7 @@ def test_host_bound_thresholds_come_from_extras() -> None:
     )
     # host wait [50,60) = 10 % of the 100 µs span
     default = idle(t, AnalysisOptions(), {})["host_bound"]
-    strict = idle(t, AnalysisOptions(), {"host_threshold": 0.05})["host_bound"]
+    strict = idle(t, AnalysisOptions(host_threshold=0.05), {})["host_bound"]
     assert default["host_share"] == pytest.approx(0.1)
     assert (default["verdict"], strict["verdict"]) == ("GPU-bound", "host-bound")
     assert strict["host_threshold"] == 0.05
