@@ -129,60 +129,91 @@ def nvtx_mark(name: str) -> None:
 class _Region:
     """One use of a region (a fresh object per ``with`` / per decorated call)."""
 
-    __slots__ = ("_nv", "_rec", "_rf", "_t0", "name")
+    __slots__ = ("_extra", "_rec", "_t0", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._rec: RegionRecorder | None = None
-        self._rf: Any = None
-        self._nv = False
 
     def __enter__(self) -> _Region:
+        rec = self._rec = _recorder
+        self._extra = None
+        if (rec is not None and rec.record_function is not None) or _nvtx is not None:
+            self._enter_extra(rec)
+        self._t0 = perf_counter_ns()
+        return self
+
+    def _enter_extra(self, rec: RegionRecorder | None) -> None:
+        """NVTX push and torch record_function (only under nsys / inside the torch window)."""
+        nv = rf = None
         try:
             if _nvtx is not None:
                 a = _nvtx.attributes(self.name)
                 if a is not None:
                     _nvtx.domain.push_range(a)
-                    self._nv = True
-            rec = _recorder
-            if rec is not None:
-                self._rec = rec
-                rf = rec.record_function
-                if rf is not None:
-                    r = rf(self.name)
-                    r.__enter__()
-                    self._rf = r
+                    nv = True
+            if rec is not None and rec.record_function is not None:
+                rf = rec.record_function(self.name)
+                rf.__enter__()
         except Exception:
             pass
-        self._t0 = perf_counter_ns()
-        return self
+        self._extra = (nv, rf)
 
     def __exit__(self, *exc: object) -> bool:
         t1 = perf_counter_ns()
-        try:
-            rec = self._rec
-            if rec is not None:
+        rec = self._rec
+        if rec is not None:
+            try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
                 rec.add(self.name, self._t0, t1)
-                r = self._rf
-                if r is not None:
-                    self._rf = None
-                    r.__exit__(None, None, None)
-            if self._nv:
-                self._nv = False
-                _nvtx.domain.pop_range()  # type: ignore[union-attr]
-        except Exception:
-            pass
+            except Exception:
+                pass
+        if self._extra is not None:
+            nv, rf = self._extra
+            self._extra = None
+            try:
+                if rf is not None:
+                    rf.__exit__(None, None, None)
+                if nv:
+                    _nvtx.domain.pop_range()  # type: ignore[union-attr]
+            except Exception:
+                pass
         return False
 
     def __call__(self, fn: F) -> F:
-        name = self.name
+        return _decorate(self.name, fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with _Region(name):
-                return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+def _decorate(name: str, fn: F) -> F:
+    """Wrap *fn* so that every call runs inside ``region(name)`` (decided at call time)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with region(name):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _IdleRegion:
+    """A region while nothing records (no session, no NVTX tool): a no-op context manager
+    that, as a decorator, still wraps the function so later calls are recorded."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> _IdleRegion:
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+    def __call__(self, fn: F) -> F:
+        return _decorate(self.name, fn)
+
+
+_idle: dict[str, _IdleRegion] = {}
+_IDLE_CACHE_MAX = 4096
 
 
 class _NoRegion:
@@ -211,4 +242,11 @@ def region(name: str) -> Any:
     """
     if DISABLED:
         return NO_REGION
-    return _Region(str(name))
+    if _recorder is None and _nvtx is None:
+        idle = _idle.get(name) if type(name) is str else None
+        if idle is None:
+            idle = _IdleRegion(str(name))
+            if len(_idle) < _IDLE_CACHE_MAX:
+                _idle[idle.name] = idle
+        return idle
+    return _Region(name if type(name) is str else str(name))

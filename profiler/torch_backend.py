@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,13 @@ class TorchCapture:
             self.activities.append("cuda")
         self._recording_actions = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         self._record_function = record_function
+        with warnings.catch_warnings():
+            # "won't be using warmup" for a window starting at step 0: intended
+            warnings.simplefilter("ignore", UserWarning)
+            sched = schedule(**self.window.torch_schedule_args())
         self.prof = profile(
             activities=acts,
-            schedule=schedule(**self.window.torch_schedule_args()),
+            schedule=sched,
             on_trace_ready=self._ready,
             record_shapes=True,
             with_flops=True,
