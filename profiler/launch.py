@@ -245,6 +245,6 @@ def describe(run: Path, meta: dict[str, Any], out: rundir.Outcome, code: int) ->
         lines.append(f"  report         {out.report}")
     for note in out.notes:
         lines.append(f"  note: {note}")
-    if out.summary:
-        lines.append(f"next: gpuscope report {run} -o {run / rundir.REPORT}")
+    if out.traces:
+        lines.append(f"next: gpuscope analyze {run / rundir.TRACES}")
     return lines
