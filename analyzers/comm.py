@@ -6,7 +6,8 @@ of :func:`analyzers.window.gpu_events`), and ``G``, ``P``, ``C`` of :mod:`analyz
 
 **Summary** per collective (and per message-size bucket :data:`SIZE_BUCKETS` of
 ``message_bytes``): ``count``, ``bytes`` = Σ message_bytes (known sizes), ``time_ns`` = Σ
-duration, median / max busbw and algbw over the calls whose bandwidth is defined.
+duration, ``median_time_ns`` = the lower median duration (an observed value), median / max
+busbw and algbw over the calls whose bandwidth is defined.
 
 **Exposed communication** by collective type: ``C_x`` = merged GPU intervals of the window's
 COMMUNICATION events that belong to collectives of type ``x`` (COMMUNICATION events that belong
@@ -101,7 +102,10 @@ def _agg(df: pd.DataFrame) -> dict[str, float | int]:
         "count": len(df),
         "bytes": int(df.loc[known, "message_bytes"].sum()) if known.any() else -1,
         "time_ns": int(df["duration_ns"].sum()),
-        "median_time_ns": float(df["duration_ns"].median()) if len(df) else float("nan"),
+        # lower median: an observed duration (keys ending _ns are integers)
+        "median_time_ns": int(df["duration_ns"].quantile(0.5, interpolation="lower"))
+        if len(df)
+        else -1,
         "median_algbw_gbps": float(al["algbw_gbps"].median()) if len(al) else float("nan"),
         "median_busbw_gbps": float(bw["busbw_gbps"].median()) if len(bw) else float("nan"),
         "max_busbw_gbps": float(bw["busbw_gbps"].max()) if len(bw) else float("nan"),

@@ -37,10 +37,14 @@ RANK_SECTIONS: list[tuple[str, str]] = [
     ("idle", "reports.wait_sections:idle"),
     ("launch", "reports.wait_sections:launch"),
     ("memory", "reports.wait_sections:memory"),
+    ("collectives", "reports.comm_sections:collectives"),
+    ("comm", "reports.comm_sections:comm"),
 ]
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 
-RUN_SECTIONS: list[tuple[str, str]] = []
+RUN_SECTIONS: list[tuple[str, str]] = [
+    ("comm_skew", "reports.comm_sections:comm_skew"),
+]
 """Top-level keys computed across ranks (skew, stragglers, ...)."""
 
 
