@@ -6,6 +6,7 @@ Kernel and step names come from the trace and are untrusted: they are passed to 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,12 @@ TOP_KERNELS = 15
 """Kernel rows shown per rank (the JSON has them all)."""
 DETAIL_RANKS = 4
 """Per-rank kernel and step tables are printed for at most this many ranks."""
+
+RANK_RENDERERS: list[str] = [
+    "reports.wait_console:print_wait_sections",
+]
+"""Later features' per-rank console tables, ``"module:function"`` called as
+``fn(rank_dict, console)`` after the foundation's tables of each detailed rank (one line each)."""
 
 
 def _ms(ns: int | None) -> str:
@@ -165,6 +172,9 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
             console.print(kernel_table(r, name_width=name_width, wide=wide))
         if r.get("steps"):
             console.print(step_table(r))
+        for spec in RANK_RENDERERS:
+            mod, _, fn = spec.partition(":")
+            getattr(importlib.import_module(mod), fn)(r, console)
     if len(ranks) > DETAIL_RANKS:
         console.print(
             f"(details of the other {len(ranks) - DETAIL_RANKS} ranks: see --json)",
