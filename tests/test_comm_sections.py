@@ -34,11 +34,7 @@ def test_summary_carries_collectives_comm_and_skew() -> None:
     assert (sk["arrival_skew_ns"], sk["transfer_ns"]) == (250 + 150, 150 + 50)
     assert [(x["step"], x["straggler"]) for x in sk["per_step"]] == [(1, 1), (2, 0)]
     # steps of the per-step table equal the foundation's steps (same window, same clipping)
-    steps = (
-        {x["step"]: x["exposed_comm_ns"] for x in r1["steps"]["steps"]}
-        if isinstance(r1["steps"], dict)
-        else {x["step"]: x["exposed_comm_ns"] for x in r1["steps"]}
-    )
+    steps = {x["step"]: x["exposed_comm_ns"] for x in r1["steps"]}
     mine = {x["step"]: x["exposed_ns"] for x in r1["comm"]["by_step"] if x["collective"] == "all"}
     assert mine == steps
 
