@@ -133,6 +133,7 @@ class Session:
         self._auto_steps_last = False
         self._explicit_steps = False
         self._reported: set[str] = set()
+        self._pid = os.getpid()
 
     # ------------------------------------------------------------------ helpers
     def _problem(self, what: str, err: BaseException | str) -> None:
@@ -175,6 +176,7 @@ class Session:
         return self
 
     def _start(self) -> None:
+        self._pid = os.getpid()
         self._t0_perf = time.perf_counter_ns()
         self._t0_unix = time.time_ns()
         self._step_t0 = self._t0_perf
@@ -268,6 +270,10 @@ class Session:
             self._in_window = False
             self._recorder.events = None
             self._step_events = None
+            if self._cupti is not None:
+                with contextlib.suppress(Exception):
+                    self._cupti.stop()
+                self._cupti = None
         if self._torch is not None:
             self._torch.stop()
             self._torch = None
@@ -439,6 +445,12 @@ class Session:
             if not self.active:
                 return
             self.active = False
+            if os.getpid() != self._pid:
+                # a forked child (e.g. a data-loader worker) exiting: the capture is the
+                # parent's; touch none of its files
+                set_recorder(None)
+                _current = None
+                return
             self._stop_reason = reason
             t = time.perf_counter_ns()
             try:

@@ -268,3 +268,22 @@ def test_sigterm_flushes_the_window_then_dies_by_the_signal(tmp_path: Path) -> N
     assert meta["stop_reason"] == "SIGTERM"
     (trace,) = load_traces([tmp_path / "run" / "traces"])
     assert list(trace.steps()["step"]) == [1, 2, 3]
+
+
+def test_a_forked_child_exiting_leaves_the_parents_capture_alone(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    s = Session(run, steps="0:100", nvml_hz=0, backend="host").start()
+    profiler.step()
+    before = (run / "ranks" / "rank-0.json").read_text()
+    pid = os.fork()
+    if pid == 0:  # the child: what a data-loader worker's exit would do
+        try:
+            s.stop()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert (run / "ranks" / "rank-0.json").read_text() == before
+    assert not (run / "traces").exists()
+    profiler.step()
+    s.stop()
+    assert _meta(run)["steps_completed"] == 2
