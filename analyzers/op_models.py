@@ -26,6 +26,9 @@ Inputs are the host table's ``input_dims`` / ``input_types`` (Kineto ``Input Dim
   the tensor inputs; **softmax** family: 5 FLOP per element; **reductions**
   (``sum``/``mean``/``amax``…): 1 FLOP per input element, output bytes not counted.
 
+A call whose recorded inputs do not fit the op's signature (more inputs than it takes, inner
+dimensions that differ — seen in real traces) is not modelled.
+
 Attribution (HTA call-stack semantics): a GPU activity → the runtime call with the same
 ``correlation`` → the CPU op with the call's ``external_id`` if that op encloses the call in
 time on the same thread, else the innermost CPU op enclosing the call → that op's **outermost
@@ -207,7 +210,7 @@ def gemm_cost(
 
 def _mm(x: list[Tensor | None]) -> OpCost | None:
     a, b = _arg(x, 0), _arg(x, 1)
-    if a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
+    if len(x) != 2 or a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
         return None
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
@@ -217,7 +220,7 @@ def _mm(x: list[Tensor | None]) -> OpCost | None:
 
 def _addmm(x: list[Tensor | None]) -> OpCost | None:
     c, a, b = _arg(x, 0), _arg(x, 1), _arg(x, 2)
-    if a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
+    if len(x) > 5 or a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
         return None
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
@@ -228,7 +231,7 @@ def _addmm(x: list[Tensor | None]) -> OpCost | None:
 
 def _bmm(x: list[Tensor | None]) -> OpCost | None:
     a, b = _arg(x, 0), _arg(x, 1)
-    if a is None or b is None or len(a.shape) != 3 or len(b.shape) != 3:
+    if len(x) != 2 or a is None or b is None or len(a.shape) != 3 or len(b.shape) != 3:
         return None
     (bt, m, k), (bt2, k2, n) = a.shape, b.shape
     if k != k2 or bt != bt2:
@@ -238,7 +241,7 @@ def _bmm(x: list[Tensor | None]) -> OpCost | None:
 
 def _baddbmm(x: list[Tensor | None]) -> OpCost | None:
     c, a, b = _arg(x, 0), _arg(x, 1), _arg(x, 2)
-    if a is None or b is None or len(a.shape) != 3 or len(b.shape) != 3:
+    if len(x) > 5 or a is None or b is None or len(a.shape) != 3 or len(b.shape) != 3:
         return None
     (bt, m, k), (bt2, k2, n) = a.shape, b.shape
     if k != k2 or bt != bt2:
@@ -249,7 +252,7 @@ def _baddbmm(x: list[Tensor | None]) -> OpCost | None:
 
 def _linear(x: list[Tensor | None]) -> OpCost | None:
     a, w, bias = _arg(x, 0), _arg(x, 1), _arg(x, 2)
-    if a is None or w is None or len(a.shape) < 1 or len(w.shape) != 2:
+    if len(x) > 3 or a is None or w is None or len(a.shape) < 1 or len(w.shape) != 2:
         return None
     n, k = w.shape
     if a.shape[-1] != k:
@@ -262,7 +265,7 @@ def _linear(x: list[Tensor | None]) -> OpCost | None:
 
 def _matmul(x: list[Tensor | None]) -> OpCost | None:
     a, b = _arg(x, 0), _arg(x, 1)
-    if a is None or b is None or not a.shape or not b.shape:
+    if len(x) != 2 or a is None or b is None or not a.shape or not b.shape:
         return None
     sa = (1, *a.shape) if len(a.shape) == 1 else a.shape
     sb = (*b.shape, 1) if len(b.shape) == 1 else b.shape
