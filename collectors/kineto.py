@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,7 @@ def rank_from_filename(name: str) -> int | None:
 
 
 class _Clock:
-    """Exact nanosecond times of events (by index into ``traceEvents``).
+    """Exact nanosecond times of events.
 
     Uses the decoded numbers (:func:`us_to_ns`) and falls back, once per file, to re-reading
     all times as exact decimals when floats are too large for the float path.
@@ -168,131 +169,181 @@ class _Clock:
         self.path = path
         self._exact: tuple[list[Any], list[Any]] | None = None
 
-    def ns(self, idx: Sequence[int], field: str) -> np.ndarray:
-        ev = self.events
-        values = [getattr(ev[i], field) for i in idx]
+    def ns(
+        self, rows: list[Event], field: str, positions: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Times of *rows* (a sub-list of the events, at *positions*; found when omitted)."""
+        values = list(map(attrgetter(field), rows))
         try:
             return us_to_ns(values, self.path, field)
         except InexactTimes:
             if self._exact is None:
                 self._exact = exact_times(self.data, self.path)
+            if positions is None:
+                where = {id(e): i for i, e in enumerate(self.events)}
+                positions = [where[id(e)] for e in rows]
             col = self._exact[0 if field == "ts" else 1]
-            return decimal_us_to_ns([col[i] for i in idx])
+            return decimal_us_to_ns([col[i] for i in positions])
 
 
 def _build_trace(
     doc: KinetoFile, data: bytes, path: Path, *, rank: int | None, include_python: bool
 ) -> Trace:
     events: list[Event] = doc.traceEvents or []
-    acts_idx = [
-        i
-        for i, e in enumerate(events)
+    # activity rows (HTA): ph "X" with dur and cat, cat != "Trace" (inlined: hot loop)
+    acts = [
+        e
+        for e in events
         if e.ph == "X"
         and e.dur is not None
         and e.ts is not None
         and e.cat.__class__ is str
         and e.cat != "Trace"
     ]
-    acts = [events[i] for i in acts_idx]
-    metas = [e for e in events if e.ph == "M"]
-    others_idx = [i for i, e in enumerate(events) if e.ph in ("C", "i", "I") and e.ts is not None]
+    metas = [
+        e
+        for e in events
+        if e.ph == "M" and e.name in ("process_name", "thread_name", "process_labels")
+    ]
+    others = [e for e in events if e.ph in ("C", "i", "I") and e.ts is not None]
     clock = _Clock(events, data, path)
-
-    counters = _counters(events, others_idx, clock)
+    counters = _counters(others, clock)
     if not acts and not len(counters["ts_ns"]):
         raise InputError("trace holds no events (no activity or counter events)", path=path)
-    start = clock.ns(acts_idx, "ts")
-    end = start + clock.ns(acts_idx, "dur")
+    start = clock.ns(acts, "ts")
+    end = start + clock.ns(acts, "dur")
     del clock, events, data
 
     args, joined, offsets = decode_args_joined(acts, ActivityArgs, path)
-    cats = [e.cat for e in acts]
-    streams = [a.stream for a in args]
-    is_gpu = [
-        (s.__class__ is int and c not in HOST_CATS) or c == "cuda_sync"
-        for s, c in zip(streams, cats, strict=True)
-    ]
-    gpu_idx = [i for i, g in enumerate(is_gpu) if g]
-    gpu_user_idx = [
-        i for i, (g, c) in enumerate(zip(is_gpu, cats, strict=True)) if c == "gpu_user_annotation"
-    ]
-    host_idx = [
-        i
-        for i, (g, c) in enumerate(zip(is_gpu, cats, strict=True))
-        if not g and c != "gpu_user_annotation" and (include_python or c != "python_function")
-    ]
+    cat = _categorical([e.cat for e in acts])
+    cats = [str(c) for c in cat.categories]
+    cat_codes = cat.codes
+    stream = _ints([a.stream for a in args])
+
+    def cat_mask(pred: Callable[[str], bool]) -> np.ndarray:
+        return np.array([pred(c) for c in cats] + [False], dtype=bool)[cat_codes]
+
+    is_gpu = ((stream != -1) & ~cat_mask(lambda c: c in HOST_CATS)) | cat_mask(
+        lambda c: c == "cuda_sync"
+    )
+    is_gpu_user = cat_mask(lambda c: c == "gpu_user_annotation") & ~is_gpu
+    is_host = ~is_gpu & ~is_gpu_user
+    if not include_python:
+        is_host &= ~cat_mask(lambda c: c == "python_function")
     comms = comm_args(acts, joined, offsets)
     del joined, offsets
 
-    times = (start, end)
-    gpu = _gpu_columns(acts, args, gpu_idx, comms, times, path)
-    host = _host_columns(acts, args, host_idx, comms, times)
-    annotations = _annotation_columns(acts, args, host, gpu_user_idx, times)
-
-    meta = _meta(doc, path, rank, metas, cats)
+    cols = _Activities(acts, args, start, end, stream, comms)
+    gpu = _gpu_columns(cols, np.flatnonzero(is_gpu), path)
+    host = _host_columns(cols, np.flatnonzero(is_host))
+    annotations = _annotation_columns(cols, host, np.flatnonzero(is_gpu_user))
+    meta = _meta(doc, path, rank, metas, set(cats))
     return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
 
 
-def _ints(values: Sequence[Any]) -> np.ndarray:
+class _Activities:
+    """Columns shared by every activity row, and row selection by positions."""
+
+    def __init__(
+        self,
+        acts: list[Event],
+        args: list[Any],
+        start: np.ndarray,
+        end: np.ndarray,
+        stream: np.ndarray,
+        comms: dict[int, dict[str, Any]],
+    ) -> None:
+        self.acts = acts
+        self.args = args
+        self.start = start
+        self.end = end
+        self.stream = stream
+        self.comms = comms
+
+    def rows(self, idx: np.ndarray) -> tuple[list[Event], list[Any]]:
+        acts, args = self.acts, self.args
+        return [acts[i] for i in idx.tolist()], [args[i] for i in idx.tolist()]
+
+    def comm(self, idx: np.ndarray) -> list[dict[str, Any] | None]:
+        if not self.comms:
+            return [None] * len(idx)
+        get = self.comms.get
+        return [get(i) for i in idx.tolist()]
+
+
+def _categorical(values: list[Any]) -> pd.Categorical:
+    """Strings → categorical (interned names), categories in order of first appearance."""
+    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object).astype(str))
+
+
+def _names(rows: list[Event]) -> pd.Categorical:
+    return _categorical([e.name if e.name.__class__ is str else "" for e in rows])
+
+
+def _ints(values: list[Any]) -> np.ndarray:
     """int64 column: integers kept (uint64 beyond int64 → -1), anything else → -1."""
-    out = [v if v.__class__ is int else -1 for v in values]
-    try:
-        return np.array(out, dtype=np.int64)
-    except OverflowError:
-        return np.array([v if -(2**63) <= v < 2**63 else -1 for v in out], dtype=np.int64)
+    arr = np.array(values) if values else np.empty(0, dtype=np.int64)
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64, copy=False)
+    out = [v if v.__class__ is int and -(2**63) <= v < 2**63 else -1 for v in values]
+    return np.array(out, dtype=np.int64)
 
 
-def _floats(values: Sequence[Any]) -> np.ndarray:
+def _floats(values: list[Any]) -> np.ndarray:
     """float64 column: numbers kept, anything else → NaN."""
+    arr = np.array(values) if values else np.empty(0, dtype=np.float64)
+    if arr.dtype.kind in "if":
+        return arr.astype(np.float64, copy=False)
     out = [v if v.__class__ in (int, float) else np.nan for v in values]
     return np.array(out, dtype=np.float64)
 
 
-def _take(times: tuple[np.ndarray, np.ndarray], idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    sel = np.asarray(idx, dtype=np.int64)
-    return times[0][sel], times[1][sel]
-
-
-def _triples(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _triples(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, y, z) int64 columns from ``[x, y, z]`` lists; anything else → -1."""
     out = np.full((len(values), 3), -1, dtype=np.int64)
-    for i, v in enumerate(values):
-        if v.__class__ is list and len(v) == 3 and all(x.__class__ is int for x in v):
-            out[i] = v
+    has = [i for i, v in enumerate(values) if v.__class__ is list]
+    if has:
+        try:
+            arr = np.array([values[i] for i in has])
+        except ValueError:
+            arr = np.empty(0)
+        if arr.dtype.kind == "i" and arr.ndim == 2 and arr.shape[1] == 3:
+            out[has] = arr
+        else:
+            for i in has:
+                v = values[i]
+                if len(v) == 3 and all(x.__class__ is int for x in v):
+                    out[i] = v
     return out[:, 0], out[:, 1], out[:, 2]
 
 
-def _external_ids(args: Sequence[Any]) -> np.ndarray:
-    return _ints([a.external_id if a.external_id is not None else a.external_id_2022 for a in args])
+def _external_ids(args: list[Any]) -> np.ndarray:
+    """``External id`` (2022 traces: ``external id``), -1 when absent."""
+    ext = _ints([a.external_id for a in args])
+    if (ext == -1).any():
+        old = _ints([a.external_id_2022 for a in args])
+        ext = np.where(ext == -1, old, ext)
+    return ext
 
 
-def _gpu_columns(
-    acts: list[Event],
-    args: list[Any],
-    idx: list[int],
-    comms: dict[int, dict[str, Any]],
-    times: tuple[np.ndarray, np.ndarray],
-    path: Path,
-) -> dict[str, Any]:
-    rows = [acts[i] for i in idx]
-    a = [args[i] for i in idx]
+def _gpu_columns(cols: _Activities, idx: np.ndarray, path: Path) -> dict[str, Any]:
+    rows, a = cols.rows(idx)
     ga = decode_args(rows, GpuArgs, path)
-    names = pd.Categorical([e.name if e.name.__class__ is str else "" for e in rows])
-    start, end = _take(times, idx)
-    kinds = [GPU_KIND_BY_CAT.get(e.cat, "other") for e in rows]
+    names = _names(rows)
+    kinds = _categorical([GPU_KIND_BY_CAT.get(e.cat, "other") for e in rows])
     device = _ints(
         [g.device if g.device is not None else e.pid for g, e in zip(ga, rows, strict=True)]
     )
     grid = _triples([g.grid for g in ga])
     block = _triples([g.block for g in ga])
-    copy_kind = _copy_kinds(names, kinds, ga)
     return {
         "name": names,
         "kind": kinds,
-        "start_ns": start,
-        "end_ns": end,
+        "start_ns": cols.start[idx],
+        "end_ns": cols.end[idx],
         "device": device,
-        "stream": _ints([x.stream for x in a]),
+        "stream": cols.stream[idx],
         "correlation": _ints([x.correlation for x in a]),
         "external_id": _external_ids(a),
         "grid_x": grid[0],
@@ -304,55 +355,46 @@ def _gpu_columns(
         "registers_per_thread": _ints([g.registers for g in ga]),
         "shared_mem_bytes": _ints([g.shared_memory for g in ga]),
         "bytes": _ints([g.bytes for g in ga]),
-        "copy_kind": copy_kind,
+        "copy_kind": _copy_kinds(names, kinds, ga),
         "est_achieved_occupancy": _floats([g.occupancy for g in ga]),
         "blocks_per_sm": _floats([g.blocks_per_sm for g in ga]),
         "warps_per_sm": _floats([g.warps_per_sm for g in ga]),
-        "comm_args": [comms.get(i) for i in idx],
+        "comm_args": cols.comm(idx),
     }
 
 
-def _copy_kinds(names: pd.Categorical, kinds: list[str], ga: list[Any]) -> pd.Categorical:
+def _copy_kinds(names: pd.Categorical, kinds: pd.Categorical, ga: list[Any]) -> pd.Categorical:
     """Memcpy direction from the name (``Memcpy HtoD (Pinned -> Device)`` → ``HtoD``), else
     from ``args.kind`` (ROCm writes ``"HtoD"`` there); NaN for non-memcpy rows."""
-    by_name = {}
-    for cat in names.categories:
-        m = COPY_KIND_RE.match(cat)
-        by_name[cat] = m.group(1) if m else None
-    out: list[str | None] = []
-    for name, kind, g in zip(names, kinds, ga, strict=True):
-        if kind != "memcpy":
-            out.append(None)
-            continue
-        ck = by_name.get(name)
-        if ck is None and g.kind in COPY_KINDS:
-            ck = g.kind
-        out.append(ck)
+    by_name = [m.group(1) if (m := COPY_KIND_RE.match(c)) else None for c in names.categories]
+    out: list[str | None] = [None] * len(names)
+    memcpy = np.flatnonzero(np.asarray(kinds) == "memcpy")
+    codes = names.codes
+    for i in memcpy.tolist():
+        ck = by_name[codes[i]]
+        if ck is None and ga[i].kind in COPY_KINDS:
+            ck = ga[i].kind
+        out[i] = ck
     return pd.Categorical(out)
 
 
-def _host_columns(
-    acts: list[Event],
-    args: list[Any],
-    idx: list[int],
-    comms: dict[int, dict[str, Any]],
-    times: tuple[np.ndarray, np.ndarray],
-) -> dict[str, Any]:
-    rows = [acts[i] for i in idx]
-    a = [args[i] for i in idx]
-    names = [e.name if e.name.__class__ is str else "" for e in rows]
-    start, end = _take(times, idx)
-    comm = []
-    for i, name in zip(idx, names, strict=True):
-        c = comms.get(i)
-        if c is None and (name == "record_param_comms" or name.startswith("nccl:")):
-            c = {}
-        comm.append(c)
+def _host_columns(cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+    rows, a = cols.rows(idx)
+    names = _names(rows)
+    # record_param_comms and nccl:* ranges are collectives even without metadata ({})
+    is_coll = np.array(
+        [c == "record_param_comms" or c.startswith("nccl:") for c in names.categories] + [False],
+        dtype=bool,
+    )[names.codes]
+    comm = cols.comm(idx)
+    for i in np.flatnonzero(is_coll).tolist():
+        if comm[i] is None:
+            comm[i] = {}
     return {
-        "name": pd.Categorical(names),
-        "cat": pd.Categorical([e.cat for e in rows]),
-        "start_ns": start,
-        "end_ns": end,
+        "name": names,
+        "cat": _categorical([e.cat for e in rows]),
+        "start_ns": cols.start[idx],
+        "end_ns": cols.end[idx],
         "pid": _ints([e.pid for e in rows]),
         "tid": _ints([e.tid for e in rows]),
         "correlation": _ints([x.correlation for x in a]),
@@ -363,7 +405,7 @@ def _host_columns(
     }
 
 
-def _compact(raws: Sequence[msgspec.Raw]) -> list[str | None]:
+def _compact(raws: list[msgspec.Raw]) -> list[str | None]:
     """Compact JSON text of undecoded values (``[[2048, 2048]]`` → ``[[2048,2048]]``)."""
     keys = [bytes(r) for r in raws]
     table = {
@@ -373,49 +415,39 @@ def _compact(raws: Sequence[msgspec.Raw]) -> list[str | None]:
 
 
 def _annotation_columns(
-    acts: list[Event],
-    args: list[Any],
-    host: dict[str, Any],
-    gpu_user_idx: list[int],
-    times: tuple[np.ndarray, np.ndarray],
+    cols: _Activities, host: dict[str, Any], gu_idx: np.ndarray
 ) -> dict[str, Any]:
     """Step (``ProfilerStep#N``), user (``user_annotation``) and ``gpu_user`` annotations."""
     names: pd.Categorical = host["name"]
     step_of_cat = np.array(
-        [int(m.group(1)) if (m := STEP_RE.match(c)) else -1 for c in names.categories],
+        [int(m.group(1)) if (m := STEP_RE.match(c)) else -1 for c in names.categories] + [-1],
         dtype=np.int64,
     )
-    codes = names.codes
-    host_step = np.where(codes >= 0, step_of_cat[codes] if len(step_of_cat) else -1, -1)
-    is_user = (np.asarray(host["cat"]) == "user_annotation") & (host_step < 0)
+    host_step = step_of_cat[names.codes]
     is_step = host_step >= 0
+    is_user = (np.asarray(host["cat"]) == "user_annotation") & ~is_step
     pick = np.flatnonzero(is_step | is_user)
 
-    gu_rows = [acts[i] for i in gpu_user_idx]
-    gu_args = [args[i] for i in gpu_user_idx]
+    gu_rows, _ = cols.rows(gu_idx)
     gu_names = [e.name if e.name.__class__ is str else "" for e in gu_rows]
-    gu_start, gu_end = _take(times, gpu_user_idx)
     gu_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in gu_names]
-    gu_stream = [
-        x.stream if x.stream.__class__ is int else e.tid
-        for x, e in zip(gu_args, gu_rows, strict=True)
-    ]
-
-    n_host = len(pick)
+    gu_stream = np.where(
+        cols.stream[gu_idx] != -1, cols.stream[gu_idx], _ints([e.tid for e in gu_rows])
+    )
     kind = np.where(is_step[pick], "step", "user").tolist() + ["gpu_user"] * len(gu_rows)
     return {
         "name": np.asarray(names)[pick].tolist() + gu_names,
         "kind": kind,
-        "start_ns": np.concatenate([host["start_ns"][pick], gu_start]),
-        "end_ns": np.concatenate([host["end_ns"][pick], gu_end]),
+        "start_ns": np.concatenate([host["start_ns"][pick], cols.start[gu_idx]]),
+        "end_ns": np.concatenate([host["end_ns"][pick], cols.end[gu_idx]]),
         "step": np.concatenate([host_step[pick], np.array(gu_step, dtype=np.int64)]),
         "pid": np.concatenate([host["pid"][pick], _ints([e.pid for e in gu_rows])]),
         "tid": np.concatenate([host["tid"][pick], _ints([e.tid for e in gu_rows])]),
-        "stream": np.concatenate([np.full(n_host, -1, np.int64), _ints(gu_stream)]),
+        "stream": np.concatenate([np.full(len(pick), -1, np.int64), gu_stream]),
     }
 
 
-def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, Any]:
+def _counters(others: list[Event], clock: _Clock) -> dict[str, Any]:
     """``ph == "C"`` counter series and the ``[memory]`` instant events of ``profile_memory``.
 
     A ``C`` event yields one row per numeric ``args`` entry, named after the event when it has
@@ -423,11 +455,10 @@ def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, A
     ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
     """
     names: list[str] = []
-    at: list[int] = []
+    at: list[Event] = []
     values: list[float] = []
     devices: list[int] = []
-    for i in idx:
-        e = events[i]
+    for e in others:
         if e.ph != "C" or not e.args:
             continue
         try:
@@ -440,12 +471,11 @@ def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, A
         base = e.name if e.name.__class__ is str else "counter"
         for k, v in nums.items():
             names.append(base if len(nums) == 1 else f"{base}.{k}")
-            at.append(i)
+            at.append(e)
             values.append(float(v))
             devices.append(-1)
-    mem_idx = [i for i in idx if events[i].name == "[memory]" and events[i].ph in ("i", "I")]
-    mem_args = decode_args([events[i] for i in mem_idx], MemoryArgs, clock.path)
-    for i, m in zip(mem_idx, mem_args, strict=True):
+    mem = [e for e in others if e.name == "[memory]" and e.ph in ("i", "I")]
+    for e, m in zip(mem, decode_args(mem, MemoryArgs, clock.path), strict=True):
         dev = m.device_id if m.device_id.__class__ is int else -1
         for label, v in (
             ("Total Allocated", m.total_allocated),
@@ -453,7 +483,7 @@ def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, A
         ):
             if v.__class__ in (int, float):
                 names.append(label)
-                at.append(i)
+                at.append(e)
                 values.append(float(v))
                 devices.append(dev)
     return {
@@ -469,7 +499,7 @@ def _counters(events: list[Event], idx: list[int], clock: _Clock) -> dict[str, A
 
 
 def _meta(
-    doc: KinetoFile, path: Path, rank: int | None, metas: list[Event], cats: list[str]
+    doc: KinetoFile, path: Path, rank: int | None, metas: list[Event], cats: set[str]
 ) -> TraceMeta:
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     info_rank = _as_int(info.get("rank")) if info else None
@@ -510,7 +540,7 @@ def _meta(
         rank_source=source,
         hostname=doc.host_name if isinstance(doc.host_name, str) else None,
         base_time_ns=base if base.__class__ is int else None,
-        devices=_devices(doc.deviceProperties, set(cats)),
+        devices=_devices(doc.deviceProperties, cats),
         extra=extra,
     )
 
@@ -526,9 +556,7 @@ def _as_int(v: Any) -> int | None:
 def _process_thread_names(metas: list[Event], path: Path) -> dict[str, Any]:
     """``process_names`` {pid: name}, ``process_labels`` {pid: labels}, ``thread_names``
     {pid: {tid: name}} from the ``M`` events (the last one wins)."""
-    unique = {(e.name, e.pid, e.tid): e for e in metas}
-    wanted = ("process_name", "thread_name", "process_labels")
-    rows = [e for key, e in unique.items() if key[0] in wanted]
+    rows = list({(e.name, e.pid, e.tid): e for e in metas}.values())
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
     threads: dict[Any, dict[Any, str]] = {}

@@ -8,7 +8,6 @@ Inductor's launcher ops) are typed ``Any`` and normalized column by column after
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -65,16 +64,24 @@ _NO_RAW = msgspec.Raw(b"")
 """Default of undecoded (``Raw``) fields: empty, i.e. falsy."""
 
 
-def _args_struct(name: str, fields: dict[str, str], raw: dict[str, str] | None = None) -> type:
-    """A Struct for an ``args`` object: attribute -> JSON key; every field optional.
+NAN = float("nan")
 
+
+def _args_struct(
+    name: str, fields: dict[str, tuple[str, Any]], raw: dict[str, str] | None = None
+) -> type:
+    """A Struct for an ``args`` object: attribute -> (JSON key, default when absent).
+
+    Values are typed ``Any`` (producers disagree on types); integer fields default to -1 and
+    float fields to NaN, so that whole columns usually convert to numpy without a Python pass.
     *raw* fields are kept as undecoded JSON text (``msgspec.Raw``).
     """
     raw = raw or {}
     return msgspec.defstruct(
         name,
-        [(attr, Any, None) for attr in fields] + [(attr, msgspec.Raw, _NO_RAW) for attr in raw],
-        rename={**fields, **raw},
+        [(attr, Any, default) for attr, (_, default) in fields.items()]
+        + [(attr, msgspec.Raw, _NO_RAW) for attr in raw],
+        rename={**{attr: key for attr, (key, _) in fields.items()}, **raw},
         gc=False,
     )
 
@@ -82,10 +89,10 @@ def _args_struct(name: str, fields: dict[str, str], raw: dict[str, str] | None =
 ActivityArgs = _args_struct(
     "ActivityArgs",
     {
-        "stream": "stream",
-        "correlation": "correlation",
-        "external_id": "External id",
-        "external_id_2022": "external id",
+        "stream": ("stream", -1),
+        "correlation": ("correlation", -1),
+        "external_id": ("External id", -1),
+        "external_id_2022": ("external id", -1),
     },
     raw={"input_dims": "Input Dims", "input_types": "Input type"},
 )
@@ -94,29 +101,29 @@ ActivityArgs = _args_struct(
 GpuArgs = _args_struct(
     "GpuArgs",
     {
-        "device": "device",
-        "grid": "grid",
-        "block": "block",
-        "registers": "registers per thread",
-        "shared_memory": "shared memory",
-        "bytes": "bytes",
-        "occupancy": "est. achieved occupancy %",
-        "blocks_per_sm": "blocks per SM",
-        "warps_per_sm": "warps per SM",
-        "kind": "kind",
+        "device": ("device", None),
+        "grid": ("grid", None),
+        "block": ("block", None),
+        "registers": ("registers per thread", -1),
+        "shared_memory": ("shared memory", -1),
+        "bytes": ("bytes", -1),
+        "occupancy": ("est. achieved occupancy %", NAN),
+        "blocks_per_sm": ("blocks per SM", NAN),
+        "warps_per_sm": ("warps per SM", NAN),
+        "kind": ("kind", None),
     },
 )
 """Launch attributes of device activities (decoded only for ``gpu`` rows)."""
 
-MetaArgs = _args_struct("MetaArgs", {"name": "name", "labels": "labels"})
+MetaArgs = _args_struct("MetaArgs", {"name": ("name", None), "labels": ("labels", None)})
 """``args`` of ``ph == "M"`` metadata events (process/thread names and labels)."""
 
 MemoryArgs = _args_struct(
     "MemoryArgs",
     {
-        "total_allocated": "Total Allocated",
-        "total_reserved": "Total Reserved",
-        "device_id": "Device Id",
+        "total_allocated": ("Total Allocated", None),
+        "total_reserved": ("Total Reserved", None),
+        "device_id": ("Device Id", None),
     },
 )
 """``args`` of the ``[memory]`` instant events written with ``profile_memory=True``."""
@@ -224,13 +231,30 @@ def read_bytes(path: Path) -> bytes:
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", path=path) from None
     if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except EOFError:
-            raise InputError("truncated gzip data (file cut short?)", path=path) from None
-        except (OSError, zlib.error) as e:
-            raise InputError(f"corrupt gzip data: {e}", path=path) from None
+        data = _gunzip(data, path)
     return data
+
+
+def _gunzip(data: bytes, path: Path) -> bytes:
+    """Decompress (possibly multi-member) gzip data; zlib checks each member's CRC and size.
+
+    Raises:
+        InputError: truncated or corrupt data.
+    """
+    parts = []
+    rest = data
+    while rest[:2] == GZIP_MAGIC:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            parts.append(d.decompress(rest))
+        except zlib.error as e:
+            raise InputError(f"corrupt gzip data: {e}", path=path) from None
+        if not d.eof:
+            raise InputError("truncated gzip data (file cut short?)", path=path)
+        rest = d.unused_data
+    if rest.strip(b"\0"):
+        raise InputError("corrupt gzip data: trailing bytes after the last member", path=path)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decode(data: bytes, path: Path) -> KinetoFile:

@@ -607,3 +607,18 @@ def test_real_samples_are_the_hta_fixtures_with_their_licence() -> None:
         assert int((trace.gpu["kind"] == "kernel").sum()) == kernels  # MANIFEST.md
         digest = hashlib.sha256((real / folder / name).read_bytes()).hexdigest()
         assert digest in (real / "ATTRIBUTION.md").read_text(encoding="utf-8")
+
+
+def test_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
+    text = json.dumps(
+        {
+            "traceEvents": [
+                {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+            ]
+            * 3
+        }
+    ).encode()
+    half = len(text) // 2
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    assert len(read_kineto(p).host) == 3
