@@ -49,8 +49,8 @@ def run_nccl_tests(
 
     if nranks is not None and nranks < 1:
         raise UsageError("--nranks must be ≥ 1")
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     parsed = []
     failed: list[InputError] = []
     for p in logs:

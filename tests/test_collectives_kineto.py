@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import shared_path
 
 from analyzers.comm import collective_summary, exposed_by_collective
 from analyzers.temporal import overlap
 from collectors.load import load_traces
 from collectors.model import Trace
-from tests.conftest import shared_path
 
 TRACES = {
     "nccl_data": ("nccl_parser_config", "nccl_data.json.gz"),

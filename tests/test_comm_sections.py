@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 
+from test_comm_two_ranks import build_rank
+
 from collectors.model import TraceMeta, make_trace
 from reports.summary import RANK_SECTIONS, RUN_SECTIONS, build_summary
-from tests.test_comm_two_ranks import build_rank
 
 
 def test_summary_carries_collectives_comm_and_skew() -> None:

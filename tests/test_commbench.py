@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, require_service
 
 from collectors.commbench import parse_collectives, parse_sizes
 from collectors.errors import UsageError
 from collectors.nccl_tests import parse_nccl_tests_text
-from tests.conftest import REPO, require_service
 
 pytestmark = pytest.mark.torch
 
