@@ -128,11 +128,30 @@ def _roofline(
         out["warnings"] = list(report.warnings)
         _echo_json(out)
         return
-    typer.echo(
-        f"{report.path}: {len(report.launches)} launch(es)"
-        + (f"; ceilings: ncu file, then {peaks.name}" if peaks else "; ceilings: ncu file only")
+    has_file_ceilings = any(
+        src == "ncu file" for p in roof.points for src in p.ceilings.source.values()
     )
-    head = ("#", "kernel", "time ms", "GFLOP/s", "DRAM GB/s", "FLOP/B", "bound", "% roof", "share")
+    where = ["ncu file"] if has_file_ceilings else []
+    unverified = sorted({k for p in roof.points for k in p.ceilings.unverified})
+    if peaks:
+        marks = f"; [u] unverified: {', '.join(unverified)}" if unverified else ""
+        where.append(f"{peaks.name} (peak table{marks})")
+    typer.echo(
+        f"{report.path}: {len(report.launches)} launch(es); ceilings: "
+        + (", then ".join(where) if where else "none (name the GPU with --gpu)")
+    )
+    head = (
+        "#",
+        "kernel",
+        "time ms",
+        "GFLOP/s",
+        "DRAM GB/s",
+        "% BW",
+        "FLOP/B",
+        "bound",
+        "% roof",
+        "share",
+    )
     rows = []
     for i, p in enumerate(roof.points, start=1):
         name = p.name if len(p.name) <= 48 else p.name[:45] + "..."
@@ -143,6 +162,7 @@ def _roofline(
                 _fmt(p.time_ns, 1e6, 3),
                 _fmt(p.flops_per_s_total, 1e9, 1),
                 _fmt(p.bandwidth.get("dram"), 1e9, 1),
+                _fmt(p.pct_of_peak_bandwidth, 1.0, 1),
                 _fmt(p.intensity.get("dram"), 1.0, 2),
                 p.bound or "-",
                 _fmt(p.pct_of_attainable, 1.0, 1),
