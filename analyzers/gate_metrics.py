@@ -19,8 +19,8 @@ series key                 unit   value
                                   per-step ``100·idle_ns/duration_ns`` of the worst rank
 ``kernel_time_ns[K]``      ns     mean duration per call of kernel K over all ranks
                                   (Σ total_ns / Σ count), stats pooled over ranks
-``busbw_GBps[C S]``        GB/s   ``collectives[]`` rows of collective C and size S (median
-                                  busbw when the row gives it); the worst rank's figure
+``busbw_GBps[C S]``        GB/s   ``collectives[]`` rows of collective C and size bucket S
+                                  ≥ 256 MiB: median busbw, the worst rank's figure
 ``energy_per_step_mj``     mJ     median over steps of Σ over ranks of ``steps[].energy_mj``
                                   (or ``energy_j`` × 1000), else an ``energy_per_step_mj``
                                   figure summed over ranks
@@ -238,8 +238,10 @@ def _kernels(ranks: Sequence[Mapping[str, Any]]) -> list[MetricValue]:
     return out[:KERNELS_RECORDED]
 
 
-_SIZE_KEYS = ("bytes", "size_bytes", "message_bytes", "msg_bytes", "size")
-_NAME_KEYS = ("collective", "name", "type", "op")
+_SIZE_KEYS = ("message_bytes", "size_bytes", "size")
+"""Per-message size keys of a row (``bytes`` is not one: issue 4's rows sum it over calls)."""
+_NAME_KEYS = ("collective", "name")
+_BUSBW_KEYS = ("median_busbw_gbps", "busbw_gbps", "busbw_GBps")
 
 
 def _size_label(n: int) -> str:
@@ -250,18 +252,22 @@ def _size_label(n: int) -> str:
     return f"{n}B"
 
 
-def _busbw_of(row: Mapping[str, Any]) -> float | None:
-    keys = [k for k in row if isinstance(k, str) and "busbw" in k.lower()]
-    keys.sort(key=lambda k: (0 if "median" in k.lower() else 1, k))
-    for k in keys:
-        v = _num(row[k])
-        if v is not None:
-            return v
-    return None
+def _large_buckets() -> frozenset[str]:
+    """Labels of :data:`analyzers.comm.SIZE_BUCKETS` whose sizes are all ≥ 256 MiB."""
+    from analyzers.comm import SIZE_BUCKETS
+
+    return frozenset(label for label, lo, _ in SIZE_BUCKETS if lo >= BUSBW_MIN_BYTES)
 
 
 def _busbw(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[MetricValue]:
-    """Worst (smallest) busbw per (collective, size) over the rank and top-level tables."""
+    """Worst (smallest) busbw per (collective, size) over the rank and top-level tables.
+
+    A row counts when it names its collective, has a busbw figure (``median_busbw_gbps``,
+    else ``busbw_gbps``/``busbw_GBps``) and is known to be large: a ``size_bucket`` of
+    :data:`analyzers.comm.SIZE_BUCKETS` starting at ≥ 256 MiB, or a per-message size
+    (``message_bytes``/``size_bytes``/``size``) ≥ 256 MiB.  Rows of unknown size are skipped.
+    """
+    large = _large_buckets()
     tables = [r.get("collectives") for r in ranks] + [summary.get("collectives")]
     worst: dict[str, float] = {}
     for table in tables:
@@ -270,20 +276,20 @@ def _busbw(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> li
         for row in table:
             if not isinstance(row, Mapping):
                 continue
-            bw = _busbw_of(row)
             name = next((row[k] for k in _NAME_KEYS if isinstance(row.get(k), str)), None)
-            if bw is None or name is None:
-                continue
-            size = next(
-                (_num(row.get(k)) for k in _SIZE_KEYS if _num(row.get(k)) is not None), None
-            )
-            if size is not None and size < BUSBW_MIN_BYTES:
+            bw = next((v for k in _BUSBW_KEYS if (v := _num(row.get(k))) is not None), None)
+            if name is None or bw is None:
                 continue
             bucket = row.get("size_bucket")
-            if bucket is not None:
-                label = str(bucket)
+            size = next((v for k in _SIZE_KEYS if (v := _num(row.get(k))) is not None), None)
+            if isinstance(bucket, str):
+                if bucket not in large:
+                    continue
+                label = bucket
+            elif size is not None and size >= BUSBW_MIN_BYTES:
+                label = _size_label(int(size))
             else:
-                label = "all sizes" if size is None else _size_label(int(size))
+                continue
             key = series_key("busbw_GBps", f"{name} {label}")
             worst[key] = min(bw, worst.get(key, math.inf))
     return [MetricValue(key=k, metric="busbw_GBps", value=v) for k, v in sorted(worst.items())]

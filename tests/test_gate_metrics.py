@@ -161,19 +161,44 @@ def test_kernel_statistics_pool_ranks_like_the_concatenated_calls() -> None:
     assert kernels == ["kernel_time_ns[gemm]", "kernel_time_ns[nccl]"]
 
 
-def test_busbw_keeps_large_messages_and_the_worst_rank() -> None:
-    big, small = 1 << 30, 1 << 20
-    s = make_summary([[100]])
+def test_busbw_keeps_large_buckets_and_the_worst_rank() -> None:
+    # rows shaped like issue 4's per-rank collective summary (analyzers/comm.py)
+    def row(coll: str, bucket: str, bw: float) -> dict[str, Any]:
+        return {
+            "collective": coll,
+            "size_bucket": bucket,
+            "count": 10,
+            "bytes": 10 << 30,
+            "time_ns": 1,
+            "median_busbw_gbps": bw,
+            "max_busbw_gbps": 999.0,
+            "median_busbw_link_pct": 50.0,
+        }
+
+    s = make_summary([[100], [100]])
     s["ranks"][0]["collectives"] = [
-        {"collective": "all_reduce", "bytes": big, "median_busbw_gbps": 180.0, "busbw_gbps": 1},
-        {"collective": "all_reduce", "bytes": small, "median_busbw_gbps": 20.0},
+        row("all_reduce", "all", 150.0),
+        row("all_reduce", "16-256MiB", 90.0),
+        row("all_reduce", ">=256MiB", 180.0),
     ]
-    s["collectives"] = [{"collective": "all_reduce", "bytes": big, "busbw_GBps": 170.0}]
+    s["ranks"][1]["collectives"] = [row("all_reduce", ">=256MiB", 170.0)]
     m = extract_metrics(s)
     keys = [k for k in m if metric_of(k) == "busbw_GBps"]
-    assert keys == ["busbw_GBps[all_reduce 1GiB]"]
-    assert m[keys[0]].value == 170.0
+    assert keys == ["busbw_GBps[all_reduce >=256MiB]"]
+    assert m[keys[0]].value == 170.0  # the worse rank; "all" and small buckets are not gated
     assert m[keys[0]].spec.direction == "higher"
+
+
+def test_busbw_rows_with_a_message_size_and_without_any_size() -> None:
+    s = make_summary([[100]])
+    s["collectives"] = [
+        {"collective": "all_gather", "size": 1 << 30, "busbw_gbps": 120.0},
+        {"collective": "all_gather", "size": 1 << 20, "busbw_gbps": 20.0},
+        {"collective": "broadcast", "busbw_gbps": 99.0},  # size unknown: not gated
+    ]
+    m = extract_metrics(s)
+    assert [k for k in m if metric_of(k) == "busbw_GBps"] == ["busbw_GBps[all_gather 1GiB]"]
+    assert m["busbw_GBps[all_gather 1GiB]"].value == 120.0
 
 
 def test_energy_per_step_sums_ranks_per_step() -> None:

@@ -1,0 +1,1 @@
+"""Alembic revisions of the run-history store (one file per schema change)."""

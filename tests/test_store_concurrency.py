@@ -1,0 +1,76 @@
+"""Eight processes writing to one store at once lose no run (SQLite file and PostgreSQL).
+
+The processes start together on a fresh store, so the schema migration races too.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from test_store_backends import store_url  # noqa: F401  (fixture)
+
+from reports.store import open_store
+
+WORKERS = 8
+RUNS_PER_WORKER = 5
+
+WORKER = r"""
+import sys, time
+from pathlib import Path
+import numpy as np
+from analyzers.gate_metrics import extract_metrics
+from reports.store import Environment, open_store
+
+url, worker, runs, gate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+rng = np.random.default_rng(worker)
+summaries = []
+for j in range(runs):
+    steps = [{"step": i, "duration_ns": int(x)} for i, x in enumerate(rng.normal(1e8, 2e6, 30))]
+    summaries.append(extract_metrics({"schema_version": 1, "ranks": [{"rank": 0,
+                                       "steps": steps}]}))
+env = Environment(gpu_model="H100", gpu_count=8, extra={"worker": str(worker % 2)})
+(gate.parent / f"ready-{worker}").touch()
+while not gate.exists():
+    time.sleep(0.01)
+with open_store(url) as st:
+    for j, m in enumerate(summaries):
+        st.record(m, name="conc", env=env, branch="main", commit=f"w{worker}-r{j}")
+"""
+
+
+@pytest.mark.slow
+def test_eight_concurrent_writers_lose_no_run(store_url: str, tmp_path: Path) -> None:  # noqa: F811
+    gate = tmp_path / "go"
+    repo = Path(__file__).resolve().parents[1]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, store_url, str(w), str(RUNS_PER_WORKER), str(gate)],
+            cwd=repo,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(WORKERS)
+    ]
+    deadline = time.monotonic() + 300
+    while len(list(tmp_path.glob("ready-*"))) < WORKERS:
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        assert time.monotonic() < deadline, "workers did not start"
+        time.sleep(0.05)
+    gate.touch()
+    outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [rc for rc, _ in outcomes] == [0] * WORKERS, outcomes
+
+    with open_store(store_url) as st, st.engine.connect() as c:
+        commits = c.execute(text("select commit_sha from run where name = 'conc'")).scalars().all()
+        testbeds = c.execute(text("select count(*) from testbed")).scalar_one()
+        samples = c.execute(text("select count(*) from sample")).scalar_one()
+    expected = {f"w{w}-r{j}" for w in range(WORKERS) for j in range(RUNS_PER_WORKER)}
+    assert sorted(commits) == sorted(expected)  # every run once, none lost or duplicated
+    assert testbeds == 2  # two environments, each inserted once despite the race
+    assert samples == WORKERS * RUNS_PER_WORKER * 30
