@@ -44,7 +44,7 @@ import ast
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -262,10 +262,18 @@ def _meta_from_args(args: Mapping[str, Any] | None) -> dict[str, Any]:
 # ------------------------------------------------------------------------- range enclosure
 
 
+def _name_mask(names: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
+    """Rows whose name satisfies *pred* (each distinct name tested once)."""
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    hits = np.array([pred(str(c)) for c in cat.cat.categories] + [False], dtype=bool)
+    return hits[cat.cat.codes.to_numpy()]
+
+
 def _innermost(ranges: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Index label of the innermost range of *ranges* on (pid, tid) containing time t; -1 none.
 
-    *ranges* has columns pid, tid, start_ns, end_ns (index = labels to return).
+    *ranges* has columns pid, tid, start_ns, end_ns (index = labels to return).  Containment is
+    inclusive at both ends.
     """
     out = np.full(len(t), -1, dtype=np.int64)
     if ranges.empty or not len(t):
@@ -275,18 +283,24 @@ def _innermost(ranges: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, t: np.nda
         if not sel.size:
             continue
         g = grp.sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
-        starts = g["start_ns"].to_numpy()
-        ends = g["end_ns"].to_numpy()
+        starts = g["start_ns"].to_numpy(dtype=np.int64)
+        ends = g["end_ns"].to_numpy(dtype=np.int64)
         labels = g.index.to_numpy()
-        pos = np.searchsorted(starts, t[sel], side="right") - 1
-        for j, k in zip(sel, pos, strict=True):
-            # walk back to the latest-starting range that still contains t (nesting is shallow)
-            while k >= 0 and ends[k] < t[j]:
+        tt = t[sel]
+        pos = np.searchsorted(starts, tt, side="right") - 1
+        hit = (pos >= 0) & (ends[np.maximum(pos, 0)] >= tt)
+        out[sel[hit]] = labels[pos[hit]]
+        # the latest-starting range ended before t: an enclosing (outer) range may still hold t,
+        # only if some earlier range ends at or after t (prefix maximum of the ends)
+        reach = np.maximum.accumulate(ends)
+        maybe = ~hit & (pos > 0)
+        maybe[maybe] = reach[pos[maybe] - 1] >= tt[maybe]
+        for j in np.flatnonzero(maybe):
+            k = int(pos[j]) - 1
+            while k >= 0 and ends[k] < tt[j]:
                 k -= 1
-                if k >= 0 and starts[k] < starts[max(k - 64, 0)]:
-                    break
-            if k >= 0 and ends[k] >= t[j]:
-                out[j] = labels[k]
+            if k >= 0:
+                out[sel[j]] = labels[k]
     return out
 
 
@@ -390,9 +404,9 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
     """
     h = trace.host
     hname = h["name"].astype(object)
-    is_rpc = (hname == "record_param_comms").to_numpy(dtype=bool)
-    is_ann = hname.map(lambda s: isinstance(s, str) and s.startswith("nccl:")).to_numpy(bool)
-    is_c10d = hname.map(lambda s: isinstance(s, str) and s.startswith("c10d::")).to_numpy(bool)
+    is_rpc = _name_mask(h["name"], lambda s: s == "record_param_comms")
+    is_ann = _name_mask(h["name"], lambda s: s.startswith("nccl:"))
+    is_c10d = _name_mask(h["name"], lambda s: s.startswith("c10d::"))
     nvtx_ops, nvtx_groups, nvtx_group_starts = _nvtx_ranges(trace)
     ctx = _Ctx(
         host_args=h["comm_args"].to_numpy(),

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectors.collectives import build_collectives, link_peak
 from collectors.model import DeviceInfo, TraceMeta, make_trace
@@ -352,3 +354,41 @@ def test_unknown_devices_have_no_link_peak() -> None:
     assert link_peak("NVIDIA A100-PCIE-40GB") is None
     assert link_peak("AMD Instinct MI250X") is None
     assert link_peak(None) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 30), st.integers(1, 2)), max_size=12),
+    st.lists(st.tuples(st.integers(-5, 90), st.integers(1, 2)), max_size=12),
+)
+def test_innermost_enclosing_range_matches_brute_force(ranges: list, points: list) -> None:
+    # launches are linked to the innermost op containing them, on the same thread
+    import pandas as pd
+
+    from collectors.collectives import _innermost
+
+    df = pd.DataFrame(
+        {
+            "pid": [1] * len(ranges),
+            "tid": [r[2] for r in ranges],
+            "start_ns": [r[0] for r in ranges],
+            "end_ns": [r[0] + r[1] for r in ranges],
+        },
+        index=pd.Index([100 + i for i in range(len(ranges))]),
+    )
+    t = np.array([p[0] for p in points], dtype=np.int64)
+    tid = np.array([p[1] for p in points], dtype=np.int64)
+    got = _innermost(df, np.ones(len(points), dtype=np.int64), tid, t)
+    for k, (tt, th) in enumerate(points):
+        inside = [
+            (s, -(s + d), 100 + i)
+            for i, (s, d, r_tid) in enumerate(ranges)
+            if r_tid == th and s <= tt <= s + d and tt >= 0
+        ]
+        want = max(inside)[2] if inside else -1
+        if inside:
+            # equal (start, end) ranges are interchangeable
+            best = max(inside)[:2]
+            assert (df.loc[got[k], "start_ns"], -df.loc[got[k], "end_ns"]) == best
+        else:
+            assert got[k] == want
