@@ -216,6 +216,17 @@ def test_html_without_the_report_module_is_a_usage_error(tmp_path: Path) -> None
     assert "--html" in proc.stderr and not (tmp_path / "r.html").exists()
 
 
+def test_ncu_report_is_read_and_a_missing_one_exits_2(tmp_path: Path) -> None:
+    trace = shared_path(*TRACE_FILTER)
+    missing = tmp_path / "missing.csv"
+    assert_one_line_error(gpuscope("analyze", trace, "--ncu", missing), missing, "no such file")
+    csv = shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_gemm.csv")
+    out = tmp_path / "s.json"
+    proc = gpuscope("analyze", trace, "--ncu", csv, "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    assert str(csv) in out.read_text(encoding="utf-8")  # the report reached the sections
+
+
 HELP_OPTIONS = ["--json", "--all-events", "--hta-version", "--ncu", "--html"]
 
 
