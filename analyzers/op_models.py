@@ -605,7 +605,9 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work.
 
     Columns: host_row, op, input_dims, input_types, kind, precision, exact, note, flops,
-    bytes, kernels (number of GPU activities), kernel_time_ns (sum of their durations).
+    bytes, kernels (number of GPU activities), kernel_time_ns (sum of their durations),
+    host_copy (the op's GPU work includes a copy to or from host memory: PCIe-bound, so the
+    DRAM roof does not apply).
     """
     cols = [
         "host_row",
@@ -620,6 +622,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         "bytes",
         "kernels",
         "kernel_time_ns",
+        "host_copy",
     ]
     host, gpu = trace.host, trace.gpu
     if host.empty or gpu.empty:
@@ -679,6 +682,10 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     tf32_owners = set(
         g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
     )
+    copy_kind = g["copy_kind"].astype(object).fillna("").astype(str)
+    host_owners = set(
+        g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)
+    )
     rows = []
     for owner, k, t in zip(agg.index, agg["kernels"], agg["kernel_time_ns"], strict=True):
         i = int(owner)
@@ -700,6 +707,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
                 c.bytes,
                 int(k),
                 int(t),
+                i in host_owners,
             )
         )
     out = pd.DataFrame(rows, columns=cols)
@@ -716,8 +724,8 @@ def _text(v: Any) -> str:
 
 def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
     """Calls of the same op with the same shapes and dtypes, summed: op, input_dims,
-    input_types, kind, precision, exact, calls, flops, bytes, kernels, kernel_time_ns;
-    sorted by kernel time, longest first."""
+    input_types, kind, precision, exact, calls, flops, bytes, kernels, kernel_time_ns,
+    host_copy; sorted by kernel time, longest first."""
     cols = [
         "op",
         "input_dims",
@@ -730,20 +738,21 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         "bytes",
         "kernels",
         "kernel_time_ns",
+        "host_copy",
     ]
     if costs.empty:
         return pd.DataFrame(columns=cols)
     g = (
-        costs.groupby(["op", "input_dims", "input_types"], sort=False, observed=True)
+        costs.groupby(["op", "input_dims", "input_types", "precision"], sort=False, observed=True)
         .agg(
             kind=("kind", "first"),
-            precision=("precision", "first"),
             exact=("exact", "all"),
             calls=("flops", "size"),
             flops=("flops", "sum"),
             bytes=("bytes", "sum"),
             kernels=("kernels", "sum"),
             kernel_time_ns=("kernel_time_ns", "sum"),
+            host_copy=("host_copy", "any"),
         )
         .reset_index()
     )

@@ -23,9 +23,10 @@ Two sources, one result shape (:class:`RooflinePoint`):
 Per point: FLOP/s = FLOP / time; bandwidth = bytes / time; intensity (per level) = total FLOP /
 bytes; with the peak FLOP/s ``P`` of the dominant precision and the DRAM peak ``B``: ridge =
 ``P / B``, attainable = ``min(P, AI_dram × B)``, bound = ``memory`` if ``AI_dram < ridge`` else
-``compute``, ``pct_of_attainable = 100 × FLOP/s / attainable``, ``headroom_ns = time × (1 −
-FLOP/s / attainable)`` (time that running at the roof would save).  Points are ranked by
-headroom, then by time.
+``compute``, ``pct_of_attainable = 100 × FLOP/s / attainable`` (for a memory-bound point this
+equals achieved ÷ peak DRAM bandwidth; a point with zero FLOP, e.g. a copy, is memory-bound
+with that fraction), ``headroom_ns = time × (1 − pct_of_attainable / 100)`` (time that running
+at the roof would save).  Points are ranked by headroom, then by time.
 """
 
 from __future__ import annotations
@@ -210,7 +211,14 @@ class RooflinePoint:
         return min(p, ai * b)
 
     @property
+    def _moves_only(self) -> bool:
+        """FLOP counted and zero (copies, fills) while DRAM bytes moved."""
+        return self.flop_total == 0 and self.bytes.get("dram", 0) > 0
+
+    @property
     def bound(self) -> str | None:
+        if self._moves_only and self.peak_bandwidth:
+            return "memory"
         ai, ridge = self.intensity.get("dram"), self.ridge
         if ai is None or ridge is None:
             return None
@@ -218,6 +226,10 @@ class RooflinePoint:
 
     @property
     def pct_of_attainable(self) -> float | None:
+        """Achieved ÷ attainable FLOP/s × 100; for a point without FLOP (a copy) the limit of
+        the memory roof, i.e. the fraction of peak DRAM bandwidth."""
+        if self._moves_only:
+            return self.pct_of_peak_bandwidth
         a, f = self.attainable_flops_per_s, self.flops_per_s_total
         return None if a is None or f is None or a <= 0 else 100.0 * f / a
 
@@ -546,6 +558,9 @@ def op_roofline(groups: pd.DataFrame, peaks: GpuPeaks | None) -> list[RooflinePo
         missing = []
         if peaks is None:
             missing.append("ceilings: the device is not in the GPU peak table")
+        if getattr(row, "host_copy", False):
+            ceil = Ceilings()
+            missing.append("copies to/from host memory: bound by the host link, not DRAM")
         points.append(
             RooflinePoint(
                 key=f"{row.op} | {row.input_dims}",

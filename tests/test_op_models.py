@@ -394,10 +394,69 @@ def test_real_trace_op_roofline_is_ranked_and_json_ready() -> None:
     peaks = load_peaks().find(t.gpu_device.name)
     assert peaks is not None and peaks.name == "A100 SXM4 80 GB"
     points = op_roofline(op_groups(op_costs(t)), peaks)
-    assert points and all(p.bound in ("memory", "compute") for p in points if p.time_ns)
+    host = [p for p in points if any("host memory" in m for m in p.missing)]
+    assert host and all(p.bound is None for p in host)  # the trace has HtoD/DtoH copies
+    assert all(p.bound in ("memory", "compute") for p in points if p.time_ns and p not in host)
     heads = [p.headroom_ns for p in points if p.headroom_ns is not None]
     assert heads == sorted(heads, reverse=True)
     json.dumps([p.to_dict() for p in points], allow_nan=False)
+
+
+def test_a_copy_without_flops_is_memory_bound_at_its_bandwidth_fraction() -> None:
+    import pandas as pd
+
+    groups = pd.DataFrame(
+        [
+            (
+                "aten::copy_",
+                "[[250000],[250000],[]]",
+                "[]",
+                "elementwise",
+                "fp32",
+                True,
+                1,
+                0,
+                2_000_000,
+                1,
+                1000,
+                False,
+            ),
+            (
+                "aten::copy_",
+                "[[10],[10],[]]",
+                "[]",
+                "elementwise",
+                "fp32",
+                True,
+                1,
+                0,
+                80,
+                1,
+                500,
+                True,
+            ),
+        ],
+        columns=[
+            "op",
+            "input_dims",
+            "input_types",
+            "kind",
+            "precision",
+            "exact",
+            "calls",
+            "flops",
+            "bytes",
+            "kernels",
+            "kernel_time_ns",
+            "host_copy",
+        ],
+    )
+    a, b = op_roofline(groups, load_peaks().get("A100 SXM4 40 GB"))
+    # 2 MB in 1 us = 2e12 B/s against 1555e9: above the datasheet roof -> 128.6 %, no headroom
+    assert a.bound == "memory"
+    assert a.pct_of_attainable == pytest.approx(100 * 2e12 / 1555e9)
+    assert a.headroom_ns == 0.0
+    assert b.bound is None and b.headroom_ns is None  # host copy: no DRAM roof
 
 
 def test_trace_without_shapes_or_launches_gives_no_rows(tmp_path: Path) -> None:
