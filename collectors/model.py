@@ -150,7 +150,7 @@ class TraceMeta:
     """Kineto ``schemaVersion``, nsys export/schema version, ..."""
     world_size: int | None = None
     rank_source: str = "unknown"
-    """How the rank was found: ``distributedInfo``, ``filename``, ``default``, ``nsys``."""
+    """How the rank was found: distributedInfo, filename, default, argument or nsys."""
     hostname: str | None = None
     base_time_ns: int | None = None
     """Wall-clock (Unix epoch ns) of the trace's time origin, when known; for display only."""
