@@ -1,8 +1,9 @@
 """JSON summary sections of communication, and the JSON of nccl-tests / commbench tables.
 
-Rank sections (``reports.summary.RANK_SECTIONS``): ``collectives`` (per-collective summary by
-size bucket, :func:`analyzers.comm.collective_summary`) and ``comm`` (exposed communication by
-collective type and by step, process groups and the breakdown by parallelism dimension).  Run
+Rank sections (``reports.summary.RANK_SECTIONS``): ``collectives`` (the rows of the
+per-collective summary by size bucket, :func:`analyzers.comm.collective_summary`) and ``comm``
+(call counts, exposed communication by collective type and by step, process groups and the
+breakdown by parallelism dimension).  Run
 section (``RUN_SECTIONS``): ``comm_skew`` (cross-rank matching, :mod:`analyzers.skew`).
 Definitions: docs/communication.md.  Times are integer ns in keys ending ``_ns``; bandwidths
 GB/s (10⁹ B/s); NaN is written as ``null``; a section is left out (``None``) when the rank (or
@@ -50,36 +51,34 @@ def records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict
 
 def collectives(
     trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """Per-collective summary of the window (None when the rank has no collective at all)."""
-    from analyzers.comm import collective_summary, window_collectives
+) -> list[dict[str, Any]] | None:
+    """Per-collective summary rows of the window (None when the rank has no collective)."""
+    from analyzers.comm import collective_summary
 
-    table = trace.collectives
-    if table.empty:
+    if trace.collectives.empty:
         return None
-    w = window_collectives(trace, options)
-    return {
-        "calls_in_window": len(w),
-        "calls_without_gpu_work": int((table["n_gpu_rows"] == 0).sum()),
-        "sizes_known": int((w["message_bytes"] >= 0).sum()),
-        "group_size_known": int((w["group_size"] > 0).sum()),
-        "summary": records(collective_summary(trace, options)),
-    }
+    return records(collective_summary(trace, options))
 
 
 def comm(
     trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """Exposed communication by collective type, step and parallelism dimension."""
-    from analyzers.comm import exposed_by_collective
+    from analyzers.comm import exposed_by_collective, window_collectives
     from analyzers.parallelism import comm_by_dimension, trace_process_groups
 
+    table = trace.collectives
     ex = exposed_by_collective(trace, options)
-    if trace.collectives.empty and ex.comm_ns == 0:
+    if table.empty and ex.comm_ns == 0:
         return None
+    w = window_collectives(trace, options)
     groups = trace_process_groups(trace)
     by_step = ex.by_step.rename(columns={"label": "collective"})
     return {
+        "calls_in_window": len(w),
+        "calls_without_gpu_work": int((table["n_gpu_rows"] == 0).sum()),
+        "sizes_known": int((w["message_bytes"] >= 0).sum()),
+        "group_size_known": int((w["group_size"] > 0).sum()),
         "comm_ns": ex.comm_ns,
         "exposed_ns": ex.exposed_ns,
         "by_collective": records(ex.by_label.rename(columns={"label": "collective"})),

@@ -19,8 +19,8 @@ def test_summary_carries_collectives_comm_and_skew() -> None:
     text = json.dumps(s, allow_nan=False)
     s = json.loads(text)
     r0, r1 = s["ranks"]
-    assert r0["collectives"]["calls_in_window"] == 2
-    summary = {(x["collective"], x["size_bucket"]): x for x in r1["collectives"]["summary"]}
+    assert r0["comm"]["calls_in_window"] == 2
+    summary = {(x["collective"], x["size_bucket"]): x for x in r1["collectives"]}
     assert summary[("all_gather", "all")]["time_ns"] == 200
     assert summary[("all_gather", "all")]["median_busbw_gbps"] == 8000 / 200 / 2
     assert (r0["comm"]["exposed_ns"], r1["comm"]["exposed_ns"]) == (300, 150)
