@@ -1,9 +1,198 @@
-"""`gpuscope` subcommands of this module (not built yet)."""
+"""``gpuscope report`` (the HTML report) and ``gpuscope export --perfetto`` (a Chrome trace).
+
+Inputs of ``report``: a JSON summary (rendered as is), a run directory (its ``summary.json``
+and, when present, ``gate/result.json`` for the PASS/FAIL banner; without a summary its traces
+and NVML counters are summarised first), or trace files/directories (loaded and summarised
+first).  Heavy modules are imported inside the commands so that ``gpuscope --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from collectors.errors import InputError, UsageError
+
+SUMMARY = "summary.json"
+GATE_RESULT = Path("gate", "result.json")
+TRACES = "traces"
+
+INPUTS_HELP = (
+    "A JSON summary (gpuscope analyze --json), a run directory (gpuscope run), or trace files "
+    "and directories (Kineto .json/.json.gz, Nsight Systems .sqlite/.nsys-rep)."
+)
+PLOTLYJS_HELP = (
+    "inline (default): plotly.js embedded once, the file opens offline; cdn: a small file that "
+    "loads plotly.js from the network."
+)
+GATE_HELP = "A gate result (gpuscope gate --json) for the PASS/FAIL banner."
+FORCE_HELP = "Replace the output file if it exists."
+EXPORT_HELP = (
+    "Trace files and directories, or a run directory (its traces and NVML counters are exported)."
+)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read the {what}: {e.strerror or e}", path=path) from e
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"the {what} is not valid JSON: {e}", path=path) from e
+
+
+def looks_like_summary(path: Path) -> bool:
+    """A ``.json`` file whose first key is ``schema_version`` (Kineto traces use camelCase)."""
+    if not path.is_file() or not path.name.endswith(".json"):
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(256).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and head[1:].lstrip().startswith(b'"schema_version"')
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """A JSON summary from *path*.
+
+    Raises:
+        InputError: unreadable, not JSON, or not a summary (no ``ranks`` list).
+    """
+    data = _read_json(path, "summary")
+    if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
+        raise InputError(
+            "not a gpuscope JSON summary (no 'ranks' list); give a summary, a run directory "
+            "or trace files",
+            path=path,
+        )
+    return data
+
+
+def _counters(run: Path) -> dict[str, Any]:
+    from collectors.nvml import counter_files, read_run_counters
+
+    return read_run_counters(counter_files(run))
+
+
+def summarise(paths: list[str], run_dir: Path | None = None) -> dict[str, Any]:
+    """Load traces and build the summary (with the run's NVML counters and metadata)."""
+    from collectors.load import load_traces
+    from reports.summary import build_summary
+
+    extras: dict[str, Any] = {}
+    if run_dir is not None:
+        extras = {"run_dir": str(run_dir), "nvml": _counters(run_dir)}
+    return build_summary(load_traces(paths), extras=extras)
+
+
+def resolve_inputs(inputs: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(summary, gate result or None) for the ``report`` inputs."""
+    if len(inputs) == 1:
+        p = Path(inputs[0])
+        if p.is_dir() and (p / SUMMARY).is_file():
+            gate = (
+                _read_json(p / GATE_RESULT, "gate result") if (p / GATE_RESULT).is_file() else None
+            )
+            return read_summary(p / SUMMARY), gate
+        if p.is_dir() and (p / TRACES).is_dir():
+            return summarise([str(p / TRACES)], run_dir=p), None
+        if looks_like_summary(p):
+            return read_summary(p), None
+    return summarise(inputs), None
+
+
+def _check_output(out: Path, force: bool) -> None:
+    if out.exists() and not force:
+        raise UsageError("output exists; pass --force to replace it", path=out)
+    if out.is_dir():
+        raise UsageError("output is a directory; give a file name", path=out)
+
+
+def run_report(
+    inputs: list[str],
+    out: Path,
+    plotlyjs: str = "inline",
+    gate: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """The ``report`` command's work; returns the path written.
+
+    Raises:
+        InputError: a missing, unreadable or invalid input.
+        UsageError: a bad option, or the output exists without *force*.
+    """
+    from reports.html import PLOTLYJS_MODES, write_report
+
+    if plotlyjs not in PLOTLYJS_MODES:
+        raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
+    _check_output(out, force)
+    summary, gate_doc = resolve_inputs(inputs)
+    if gate is not None:
+        gate_doc = _read_json(gate, "gate result")
+    return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc)
+
+
+def run_export(inputs: list[str], out: Path, force: bool = False) -> Path:
+    """The ``export --perfetto`` command's work; returns the path written.
+
+    A run directory contributes its traces and its NVML counters.
+
+    Raises:
+        InputError: a missing, unreadable or corrupt input.
+        UsageError: the output exists without *force*.
+    """
+    from collectors.load import load_traces
+    from reports.perfetto import write_perfetto
+
+    _check_output(out, force)
+    paths: list[str] = []
+    nvml: dict[str, Any] = {}
+    for raw in inputs:
+        p = Path(raw)
+        if p.is_dir() and (p / TRACES).is_dir():
+            paths.append(str(p / TRACES))
+            nvml.update(_counters(p))
+        else:
+            paths.append(raw)
+    return write_perfetto(load_traces(paths), out, nvml or None)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to *app* (none yet)."""
+    """Add ``report`` and ``export`` to *app*."""
+
+    @app.command("report")
+    def report(
+        inputs: Annotated[
+            list[str], typer.Argument(metavar="SUMMARY.json|RUN_DIR|TRACE...", help=INPUTS_HELP)
+        ],
+        out: Annotated[Path, typer.Option("-o", "--output", metavar="FILE", help="Report file.")],
+        plotlyjs: Annotated[
+            str, typer.Option("--plotlyjs", metavar="inline|cdn", help=PLOTLYJS_HELP)
+        ] = "inline",
+        gate: Annotated[
+            Path | None, typer.Option("--gate", metavar="RESULT.json", help=GATE_HELP)
+        ] = None,
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    ) -> None:
+        """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
+        path = run_report(inputs, out, plotlyjs, gate, force)
+        typer.echo(f"Wrote {path}")
+
+    @app.command("export")
+    def export(
+        inputs: Annotated[list[str], typer.Argument(metavar="TRACE...|RUN_DIR", help=EXPORT_HELP)],
+        perfetto: Annotated[
+            Path,
+            typer.Option(
+                "--perfetto", metavar="OUT.json", help="Chrome-trace JSON to open in Perfetto."
+            ),
+        ],
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    ) -> None:
+        """Export traces (all ranks, step markers, counters, NVML) as one Chrome trace."""
+        path = run_export(inputs, perfetto, force)
+        typer.echo(f"Wrote {path}  (open it at https://ui.perfetto.dev)")

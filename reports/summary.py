@@ -44,6 +44,7 @@ RANK_SECTIONS: list[tuple[str, str]] = [
 
 RUN_SECTIONS: list[tuple[str, str]] = [
     ("comm_skew", "reports.comm_sections:comm_skew"),
+    ("run", "reports.series_sections:run"),
 ]
 """Top-level keys computed across ranks (skew, stragglers, ...)."""
 

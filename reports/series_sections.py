@@ -1,0 +1,265 @@
+"""Run-level JSON section ``run``: where the traces came from and the NVML counters over time.
+
+Registered in ``reports.summary.RUN_SECTIONS`` as ``("run", "reports.series_sections:run")``;
+every key is defined in ``docs/report.md`` §2.  The HTML report reads it for its header and
+its counter timeline; nothing else in the summary carries the source metadata or the NVML
+samples (which live beside the traces, ``extras["nvml"]`` = ``{host: counters table}``).
+
+Counter series are decimated for plotting (min-max buckets, at most :data:`MAX_POINTS` points
+per series; the full samples stay in ``RUN/counters/<host>.csv.gz``).  Times are integer ns
+relative to the host's first sample (``t0_unix_ns``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analyzers.options import AnalysisOptions
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collectors.model import Trace
+
+MAX_POINTS = 1000
+"""Most points kept per (host, device, field) series: MAX_POINTS / 2 buckets × (min, max)."""
+MAX_BANDS = 500
+"""Most throttle bands kept per host (the longest; ``throttle_bands_dropped`` counts the rest)."""
+
+PLOT_FIELDS = (
+    "power_instant_mw",
+    "power_usage_mw",
+    "gpu_util_pct",
+    "mem_util_pct",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "gpu_temp_c",
+    "memory_temp_c",
+    "mem_used_bytes",
+    "pcie_tx_kbps",
+    "pcie_rx_kbps",
+    "gpm_sm_util_pct",
+    "gpm_sm_occupancy_pct",
+    "gpm_tensor_active_pct",
+    "gpm_dram_bw_util_pct",
+)
+"""NVML fields kept as series (cumulative counters — energy, NVLink KiB — are not plotted)."""
+
+THROTTLE_REASONS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
+}
+"""Bits of ``clock_event_reasons`` that slow the clocks down (idle 0x1, application clocks 0x2
+and display clocks 0x100 are settings, not throttling)."""
+THROTTLE_MASK = sum(THROTTLE_REASONS)
+
+META_KEYS = ("command", "host", "hosts", "world_size", "exit_code", "started_unix_ns")
+"""Keys copied from ``RUN/meta.json`` (with ``ended_unix_ns``, ``git``, ``versions``)."""
+
+
+def decimate(ts: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
+    """Indices of the samples to keep: all when ≤ *max_points*, else per bucket the min and max.
+
+    The samples (in time order) are cut into ``max_points // 2`` buckets of equal count; each
+    bucket keeps its smallest and largest value (first occurrence; one index when they
+    coincide), in time order, so peaks and dips survive.
+    """
+    n = len(ts)
+    if n <= max_points:
+        return np.arange(n)
+    buckets = max(1, max_points // 2)
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+    keep: list[int] = []
+    for lo, hi in itertools.pairwise(edges):
+        if hi <= lo:
+            continue
+        seg = values[lo:hi]
+        a = lo + int(np.argmin(seg))
+        b = lo + int(np.argmax(seg))
+        keep.extend(sorted({a, b}))
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _series(df: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
+    out = []
+    rows = df[df["name"].isin(PLOT_FIELDS) & (df["device"] >= 0)]
+    for (dev, field), g in rows.groupby(["device", "name"], sort=True, observed=True):
+        g = g.sort_values("ts_ns", kind="stable")
+        g = g[np.isfinite(g["value"].to_numpy(dtype=np.float64))]
+        if g.empty:
+            continue
+        ts = g["ts_ns"].to_numpy(dtype=np.int64)
+        val = g["value"].to_numpy(dtype=np.float64)
+        idx = decimate(ts, val)
+        out.append(
+            {
+                "device": int(dev),
+                "field": str(field),
+                "samples": len(ts),
+                "decimated": len(idx) < len(ts),
+                "t_ns": [int(x) for x in ts[idx] - t0],
+                "value": [float(x) for x in val[idx]],
+            }
+        )
+    return out
+
+
+def throttle_bands(df: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
+    """Maximal runs of consecutive ``clock_event_reasons`` samples with a throttle bit set.
+
+    A band starts at the first such sample and ends at the next sample of the device without
+    one (or at its last sample); ``reasons`` is the union of the bits seen in it.
+    """
+    bands = []
+    rows = df[(df["name"] == "clock_event_reasons") & (df["device"] >= 0)]
+    for dev, g in rows.groupby("device", sort=True, observed=True):
+        g = g.sort_values("ts_ns", kind="stable")
+        ts = g["ts_ns"].to_numpy(dtype=np.int64)
+        masks = np.nan_to_num(g["value"].to_numpy(dtype=np.float64)).astype(np.int64)
+        on = (masks & THROTTLE_MASK) != 0
+        i = 0
+        while i < len(ts):
+            if not on[i]:
+                i += 1
+                continue
+            j = i
+            union = 0
+            while j < len(ts) and on[j]:
+                union |= int(masks[j])
+                j += 1
+            end = ts[j] if j < len(ts) else ts[j - 1]
+            bands.append(
+                {
+                    "device": int(dev),
+                    "start_ns": int(ts[i] - t0),
+                    "end_ns": int(end - t0),
+                    "reasons": [n for b, n in THROTTLE_REASONS.items() if union & b],
+                }
+            )
+            i = j
+    return bands
+
+
+def _lower_median(xs: Sequence[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    return float(s[(len(s) - 1) // 2])
+
+
+def _energy(df: pd.DataFrame, t0: int) -> tuple[list[dict[str, Any]], float | None]:
+    from collectors.nvml import energy_per_step
+
+    e = energy_per_step(df)
+    rows = []
+    per_step: dict[int, list[float]] = {}
+    complete: dict[int, bool] = {}
+    for r in e.itertuples(index=False):
+        mj = float(r.energy_mj)
+        ok = np.isfinite(mj)
+        rows.append(
+            {
+                "step": int(r.step),
+                "device": int(r.device),
+                "start_ns": int(r.start_ns) - t0,
+                "end_ns": int(r.end_ns) - t0,
+                "energy_mj": mj if ok else None,
+                "avg_power_w": float(r.avg_power_w) if ok else None,
+            }
+        )
+        per_step.setdefault(int(r.step), []).append(mj)
+        complete[int(r.step)] = complete.get(int(r.step), True) and bool(ok)
+    sums = [sum(v) for k, v in per_step.items() if complete[k]]
+    return rows, _lower_median(sums)
+
+
+def nvml_host(host: str, df: pd.DataFrame) -> dict[str, Any] | None:
+    """One host's counters, ready to plot (None when the file holds no sample)."""
+    if df.empty:
+        return None
+    t0 = int(df["ts_ns"].min())
+    marks = df[df["name"] == "step_begin"].sort_values("ts_ns", kind="stable")
+    bands = throttle_bands(df, t0)
+    dropped = max(0, len(bands) - MAX_BANDS)
+    if dropped:
+        bands = sorted(bands, key=lambda b: b["start_ns"] - b["end_ns"])[:MAX_BANDS]
+        bands.sort(key=lambda b: (b["device"], b["start_ns"]))
+    energy, per_step_mj = _energy(df, t0)
+    return {
+        "host": host,
+        "t0_unix_ns": t0,
+        "duration_ns": int(df["ts_ns"].max()) - t0,
+        "devices": sorted({int(d) for d in df["device"] if int(d) >= 0}),
+        "series": _series(df, t0),
+        "step_marks": [
+            {"step": int(v), "t_ns": int(t) - t0}
+            for t, v in zip(marks["ts_ns"], marks["value"], strict=True)
+        ],
+        "throttle": bands,
+        "throttle_bands_dropped": dropped,
+        "energy_steps": energy,
+        "energy_per_step_mj": per_step_mj,
+    }
+
+
+def _run_meta(run_dir: Any) -> dict[str, Any] | None:
+    """The report-relevant part of ``RUN/meta.json`` (None when absent or unreadable)."""
+    if not run_dir:
+        return None
+    try:
+        meta = json.loads(Path(run_dir, "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    out = {k: meta.get(k) for k in META_KEYS}
+    out["ended_unix_ns"] = meta.get("ended_unix_ns")
+    git = meta.get("git")
+    out["git_commit"] = git.get("commit") if isinstance(git, dict) else None
+    ranks = meta.get("ranks") if isinstance(meta.get("ranks"), list) else []
+    versions = next(
+        (
+            r["versions"]
+            for r in ranks
+            if isinstance(r, dict) and isinstance(r.get("versions"), dict)
+        ),
+        None,
+    )
+    out["versions"] = versions
+    return out
+
+
+def run(
+    traces: Sequence[Trace], options: AnalysisOptions, extras: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Source metadata per rank, ``RUN/meta.json`` facts, and the NVML counter timelines."""
+    if not traces:
+        return None
+    ranks = [
+        {
+            "rank": t.rank,
+            "hostname": t.meta.hostname,
+            "source_format": t.meta.source_format,
+            "source_version": t.meta.source_version,
+            "source_path": t.meta.source_path,
+            "world_size": t.meta.world_size,
+        }
+        for t in traces
+    ]
+    nvml = extras.get("nvml") or {}
+    hosts = [h for name in sorted(nvml) if (h := nvml_host(name, nvml[name])) is not None]
+    return {
+        "ranks": ranks,
+        "meta": _run_meta(extras.get("run_dir")),
+        "nvml": hosts,
+    }
