@@ -93,11 +93,12 @@ def run_nccl_tests(
 
     peaks = peak_table(parsed)
     pt = Table(title="Peak bus bandwidth per collective and size", title_justify="left")
-    for col in ("collective", "size", "busbw GB/s", "algbw GB/s", "time µs", "placement"):
+    for col in ("collective", "ranks", "size", "busbw GB/s", "algbw GB/s", "time µs", "placement"):
         pt.add_column(col, justify="left" if col in ("collective", "placement") else "right")
     for r in peaks.itertuples(index=False):
         pt.add_row(
             str(r.collective),
+            str(r.nranks) if r.nranks > 0 else "?",
             _size(int(r.size_bytes)),
             f"{r.busbw_gbps:.2f}",
             f"{r.algbw_gbps:.2f}",

@@ -488,6 +488,11 @@ def _finish(
         if failed:
             which = " and ".join(failed)
             warnings.append(f"line {ln}: printed {which} does not match size/time")
+    if era in ("2.13+", "headerless"):
+        # #wrong counts elements that failed nccl-tests' own validation
+        for ln, w in zip(df["line"], df["wrong"], strict=True):
+            if w > 0:
+                warnings.append(f"line {ln}: {int(w)} wrong elements (data corruption)")
     df["collective"] = collective
     df["dtype"] = [canonical_dtype(x) or x for x in df["dtype"]]
     rows = df[list(ROW_COLUMNS)].reset_index(drop=True)
@@ -664,10 +669,10 @@ def read_nccl_tests(
 
 
 def peak_table(logs: Iterable[NcclTestsLog]) -> pd.DataFrame:
-    """Peak busbw per (collective, size): the best row over placements and logs.
+    """Peak busbw per (collective, ranks, size): the best row over placements and logs.
 
-    Columns: collective, size_bytes, busbw_gbps, algbw_gbps, time_us, placement, nranks, path.
-    Rows whose time is unknown (``N/A``) are ignored; sorted by collective then size.
+    Columns: collective, nranks, size_bytes, busbw_gbps, algbw_gbps, time_us, placement, path.
+    Rows whose time is unknown (``N/A``) are ignored; sorted by collective, ranks, size.
     """
     frames = []
     for log in logs:
@@ -681,16 +686,16 @@ def peak_table(logs: Iterable[NcclTestsLog]) -> pd.DataFrame:
         frames.append(r)
     cols = [
         "collective",
+        "nranks",
         "size_bytes",
         "busbw_gbps",
         "algbw_gbps",
         "time_us",
         "placement",
-        "nranks",
         "path",
     ]
     if not frames:
         return pd.DataFrame(columns=cols)
     allr = pd.concat(frames, ignore_index=True)
-    idx = allr.groupby(["collective", "size_bytes"], sort=True)["busbw_gbps"].idxmax()
+    idx = allr.groupby(["collective", "nranks", "size_bytes"], sort=True)["busbw_gbps"].idxmax()
     return allr.loc[idx, cols].reset_index(drop=True)

@@ -293,3 +293,22 @@ def test_missing_and_binary_files_are_input_errors(tmp_path: Path) -> None:
     b.write_bytes(b"SQLite format 3\x00\x00\x01")
     with pytest.raises(InputError, match="binary file"):
         read_nccl_tests(b)
+
+
+def test_wrong_elements_are_reported() -> None:
+    text = TWO_SECTIONS.replace("10.49      0    100.0", "10.49      3    100.0")
+    logs = parse_nccl_tests_text(text, "combined.log")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "10.49      3" in ln)
+    assert logs[0].warnings == (f"line {line}: 3 wrong elements (data corruption)",)
+    assert logs[0].checked_ok  # the bandwidth figures themselves are consistent
+
+
+def test_peaks_are_kept_apart_by_rank_count() -> None:
+    text = shared_path("nccl-tests", "aws_p5_h100_2node_16gpu_efa_allreduce.txt").read_text()
+    batch = shared_path("nccl-tests", "aws_batch_p5_h100_allreduce.txt").read_text()
+    logs = parse_nccl_tests_text(text, "a_allreduce.txt") + parse_nccl_tests_text(
+        batch, "b_allreduce.txt"
+    )
+    peaks = peak_table(logs)
+    big = peaks[peaks["size_bytes"] == 16 << 30].set_index("nranks")["busbw_gbps"]
+    assert big.to_dict() == {8: 483.35, 16: 487.26}
