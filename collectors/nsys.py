@@ -236,9 +236,20 @@ def _short_names(gpu: pd.DataFrame, gpid: int, device: int) -> dict[str, str]:
     """``{demangled kernel name: shortName}`` for one trace's kernels."""
     if not len(gpu) or "_short" not in gpu:
         return {}
-    k = gpu[(gpu["kind"] == "kernel") & (gpu["_gpid"] == gpid) & (gpu["device"] == device)]
-    pairs = k[["name", "_short"]].drop_duplicates().dropna()
-    return {str(n): str(s) for n, s in zip(pairs["name"], pairs["_short"], strict=False)}
+    mask = (
+        (gpu["kind"] == "kernel").to_numpy()
+        & (gpu["_gpid"].to_numpy() == gpid)
+        & (gpu["device"].to_numpy() == device)
+    )
+    name, short = gpu["name"].array, gpu["_short"].array
+    width = len(short.categories) + 1
+    key = name.codes[mask].astype(np.int64) * width + short.codes[mask].astype(np.int64) + 1
+    pairs = pd.unique(key)
+    return {
+        str(name.categories[k // width]): str(short.categories[k % width - 1])
+        for k in pairs.tolist()
+        if k >= 0 and k % width > 0
+    }
 
 
 def _columns(df: pd.DataFrame) -> dict[str, Any]:

@@ -22,6 +22,8 @@ that are not part of the model, ``_gpid`` (``globalPid``) and ``_short`` (kernel
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -86,22 +88,6 @@ in the window filter) treat nsys and Kineto rows alike.  Unlisted codes → ``Un
 NO_STREAM = 0xFFFFFFFF
 """CUPTI's invalid-id value (a context sync has no stream) → the model's ``-1``."""
 
-KERNEL_PACKING = (
-    (("grid_x", 32), ("grid_y", 17), ("block_x", 11)),
-    (
-        ("grid_z", 17),
-        ("block_y", 11),
-        ("block_z", 7),
-        ("registers_per_thread", 9),
-        ("static_smem_bytes", 17),
-    ),
-    (("dynamic_smem_bytes", 20), ("stream", 24), ("device", 16)),
-    (("_demangled", 31), ("_short_id", 31)),
-)
-"""Bit fields for the kernel read (:meth:`NsysDb.int_columns`): CUDA's limits (grid ≤ 2³¹−1 ×
-65535 × 65535, block ≤ 1024 × 1024 × 64, ≤ 255 registers, ≤ 48 KiB static shared memory) fit
-with room; a value that does not fit is read unpacked, so the result is exact either way."""
-
 _COMMON_MAP = {
     "start_ns": "start",
     "end_ns": "end",
@@ -112,19 +98,25 @@ _COMMON_MAP = {
 }
 
 
-def _frame(cols: dict[str, np.ndarray], kind: str, name: pd.Categorical | list) -> pd.DataFrame:
+Columns = dict[str, Any]
+"""One table's rows as column arrays (int64 numpy arrays and pandas Categoricals)."""
+
+CATEGORICAL = ("name", "kind", "copy_kind", "_short")
+
+
+def _rows(cols: dict[str, np.ndarray], kind: str, name: pd.Categorical) -> Columns:
     n = len(cols["start_ns"])
-    df = pd.DataFrame(cols)
-    df["name"] = name if len(name) == n else pd.Categorical([None] * n)
-    df["kind"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[kind])
-    df.loc[df["stream"] == NO_STREAM, "stream"] = -1
-    return df
+    stream = cols["stream"]
+    cols["stream"] = np.where(stream == NO_STREAM, -1, stream)
+    cols["name"] = name
+    cols["kind"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[kind])
+    return cols
 
 
-def read_kernels(db: NsysDb) -> pd.DataFrame:
+def read_kernels(db: NsysDb) -> Columns:
     """Kernel rows: launch configuration, shared memory (static + dynamic = total)."""
     if not db.has(KERNEL):
-        return pd.DataFrame()
+        return {}
     db.require(KERNEL, (*COMMON, "demangledName"))
     cols = db.int_columns(
         KERNEL,
@@ -142,7 +134,6 @@ def read_kernels(db: NsysDb) -> pd.DataFrame:
             "static_smem_bytes": "staticSharedMemory",
             "dynamic_smem_bytes": "dynamicSharedMemory",
         },
-        packed=KERNEL_PACKING,
     )
     name_ids = cols.pop("_demangled")
     short_ids = cols.pop("_short_id")
@@ -153,15 +144,15 @@ def read_kernels(db: NsysDb) -> pd.DataFrame:
     static = cols["static_smem_bytes"]
     dynamic = cols["dynamic_smem_bytes"]
     cols["shared_mem_bytes"] = np.where((static >= 0) & (dynamic >= 0), static + dynamic, -1)
-    df = _frame(cols, "kernel", categorical(db, best, transform=strings))
-    df["_short"] = categorical(db, short_ids, transform=strings)
-    return df
+    out = _rows(cols, "kernel", categorical(db, best, transform=strings))
+    out["_short"] = categorical(db, short_ids, transform=strings)
+    return out
 
 
-def read_memcpy(db: NsysDb) -> pd.DataFrame:
+def read_memcpy(db: NsysDb) -> Columns:
     """Memcpy rows: ``bytes``; ``copy_kind`` code and a ``[CUDA memcpy <label>]`` name."""
     if not db.has(MEMCPY):
-        return pd.DataFrame()
+        return {}
     db.require(MEMCPY, (*COMMON, "bytes", "copyKind"))
     cols = db.int_columns(MEMCPY, {**_COMMON_MAP, "bytes": "bytes", "_kind": "copyKind"})
     kinds = cols.pop("_kind")
@@ -169,56 +160,55 @@ def read_memcpy(db: NsysDb) -> pd.DataFrame:
     present = {int(k) for k in np.unique(kinds)}
     names = {k: f"[CUDA memcpy {labels.get(k, f'kind {k}')}]" for k in present}
     codes = {k: MEMCPY_KIND_CODES.get(k, labels.get(k, f"kind {k}")) for k in present}
-    df = _frame(cols, "memcpy", categorical(db, kinds, transform=names))
-    df["copy_kind"] = categorical(db, kinds, transform=codes)
-    return df
+    out = _rows(cols, "memcpy", categorical(db, kinds, transform=names))
+    out["copy_kind"] = categorical(db, kinds, transform=codes)
+    return out
 
 
-def read_memset(db: NsysDb) -> pd.DataFrame:
+def read_memset(db: NsysDb) -> Columns:
     """Memset rows (``bytes`` set), named ``[CUDA memset]`` as in ``nsys stats``."""
     if not db.has(MEMSET):
-        return pd.DataFrame()
+        return {}
     db.require(MEMSET, (*COMMON, "bytes"))
     cols = db.int_columns(MEMSET, {**_COMMON_MAP, "bytes": "bytes"})
     n = len(cols["start_ns"])
-    return _frame(cols, "memset", pd.Categorical(["[CUDA memset]"] * n))
+    name = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=["[CUDA memset]"])
+    return _rows(cols, "memset", name)
 
 
-def read_sync(db: NsysDb) -> pd.DataFrame:
-    """Synchronization rows, named by their ``syncType`` label."""
+def read_sync(db: NsysDb) -> Columns:
+    """Synchronization rows, named by their ``syncType`` (Kineto's names)."""
     if not db.has(SYNC):
-        return pd.DataFrame()
+        return {}
     db.require(SYNC, ("start", "end", "deviceId", "streamId"))
     cols = db.int_columns(SYNC, {**_COMMON_MAP, "_type": "syncType"})
     types = cols.pop("_type")
     names = {int(t): SYNC_NAMES.get(int(t), SYNC_NAMES[0]) for t in np.unique(types)}
-    return _frame(cols, "sync", categorical(db, types, transform=names))
+    return _rows(cols, "sync", categorical(db, types, transform=names))
 
 
 def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
-    """All GPU rows of the export: kernels, memcpy, memset, sync, each in table (rowid) order."""
-    parts = [p for p in (read_kernels(db), read_memcpy(db), read_memset(db), read_sync(db))]
-    parts = [p for p in parts if len(p.columns)]
+    """All GPU rows of the export: kernels, memcpy, memset, sync, each in table (rowid) order.
+
+    Columns are concatenated as arrays (one copy), a column a table lacks filled with ``-1`` /
+    missing, then wrapped in one DataFrame.
+    """
+    parts = [p for p in (read_kernels(db), read_memcpy(db), read_memset(db), read_sync(db)) if p]
     if not parts:
         return pd.DataFrame()
-    if len(parts) == 1:
-        df = parts[0]
-    else:
-        cats = {c: _union(parts, c) for c in ("name", "kind", "_short", "copy_kind")}
-        df = pd.concat(
-            [p.drop(columns=list(cats), errors="ignore") for p in parts],
-            ignore_index=True,
-            sort=False,
-        )
-        for c, values in cats.items():
-            df[c] = values
-        ints = [c for c in df.columns if c not in ("name", "kind", *cats)]
-        df[ints] = df[ints].fillna(-1).astype(np.int64)
-    return df
-
-
-def _union(parts: list[pd.DataFrame], col: str) -> pd.Categorical:
-    """Concatenate one categorical column of every part (all-missing where a part lacks it)."""
-    return concat_categoricals(
-        [p[col].array if col in p else len(p) for p in parts]  # type: ignore[misc]
-    )
+    keys = list(dict.fromkeys(k for p in parts for k in p))
+    sizes = [len(p["start_ns"]) for p in parts]
+    out: dict[str, Any] = {}
+    for k in keys:
+        if k in CATEGORICAL:
+            out[k] = concat_categoricals([p.get(k, n) for p, n in zip(parts, sizes, strict=True)])
+        elif len(parts) == 1:
+            out[k] = parts[0][k]
+        else:
+            out[k] = np.concatenate(
+                [
+                    p[k] if k in p else np.full(n, -1, np.int64)
+                    for p, n in zip(parts, sizes, strict=True)
+                ]
+            )
+    return pd.DataFrame(out, copy=False)

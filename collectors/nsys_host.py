@@ -91,7 +91,6 @@ def read_api_calls(db: NsysDb) -> pd.DataFrame:
             "_class": "eventClass",
         },
         where=f"eventClass IN ({classes})" if has_class else None,
-        packed=((("_name", 32), ("_class", 16)),),
     )
     gpid, pid, tid = split_tid(cols.pop("_gtid"))
     klass = cols.pop("_class")

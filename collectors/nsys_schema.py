@@ -217,59 +217,28 @@ class NsysDb:
         columns: Mapping[str, str],
         *,
         where: str | None = None,
-        packed: Sequence[Sequence[tuple[str, int]]] = (),
     ) -> dict[str, np.ndarray]:
         """Read integer columns of *table* in one pass: ``{out_name: int64 array}``.
 
         *columns* maps output names to source column names; a source column the table lacks
         yields an all ``-1`` array, NULL cells read as ``-1``.  Rows come in rowid order.
-
-        *packed* lists groups of ``(out_name, bits)`` (≤ 63 bits a group) read as bit fields of
-        one SQL integer per group, which saves the per-cell cost of the DB-API for columns
-        whose values are small (launch configuration, ids).  Exact: a row with a value outside
-        its field (``ifnull(v, -1) + 1`` not in ``[0, 2**bits)``) gets ``-1`` for the group
-        and is read again unpacked.
         """
         have = set(self.columns(table))
         present = {k: v for k, v in columns.items() if v in have}
         for v in present.values():
             _check_ident(v)
-        groups = [[(k, b) for k, b in g if k in present] for g in packed]
-        groups = [g for g in groups if g]
-        in_group = {k for g in groups for k, _ in g}
-        plain = [k for k in present if k not in in_group]
-        words = [_packed_expr([(present[k], b) for k, b in g]) for g in groups]
-        exprs = [f"ifnull({present[k]}, -1)" for k in plain] + words
         cond = f" WHERE {where}" if where else ""
-        if exprs:
-            data = self._int_matrix(f"SELECT {', '.join(exprs)} FROM {table}{cond} ORDER BY rowid")
+        if present:
+            exprs = ", ".join(f"ifnull({v}, -1)" for v in present.values())
+            data = self._int_matrix(f"SELECT {exprs} FROM {table}{cond} ORDER BY rowid")
         else:
             n = self.rows(f"SELECT count(*) FROM {table}{cond}")[0][0]
             data = np.empty((int(n), 0), dtype=np.int64)
-        n_rows = data.shape[0]
-        out: dict[str, np.ndarray] = {k: data[:, i] for i, k in enumerate(plain)}
-        for j, g in enumerate(groups):
-            word = data[:, len(plain) + j]
-            shift = 0
-            for k, b in g:
-                out[k] = np.where(word >= 0, ((word >> shift) & ((1 << b) - 1)) - 1, -1)
-                shift += b
-        if groups and n_rows:
-            bad = (data[:, len(plain) :] < 0).any(axis=1)
-            if bad.any():  # rows whose values do not fit their fields: read them unpacked
-                keys = sorted(in_group)
-                redo = " OR ".join(f"{w} = -1" for w in words)
-                cond = f" WHERE ({where}) AND ({redo})" if where else f" WHERE {redo}"
-                cols = ", ".join(f"ifnull({present[k]}, -1)" for k in keys)
-                fix = self._int_matrix(f"SELECT {cols} FROM {table}{cond} ORDER BY rowid")
-                if fix.shape[0] != int(bad.sum()):
-                    raise InputError(f"table {table} changed while it was read", path=self.path)
-                for i, k in enumerate(keys):
-                    out[k][bad] = fix[:, i]
-        for k in columns:
-            if k not in out:
-                out[k] = np.full(n_rows, -1, dtype=np.int64)
-        return {k: out[k] for k in columns}
+        idx = {k: i for i, k in enumerate(present)}
+        return {
+            k: data[:, idx[k]] if k in idx else np.full(data.shape[0], -1, dtype=np.int64)
+            for k in columns
+        }
 
     def _int_matrix(self, sql: str) -> np.ndarray:
         """An (n_rows, n_columns) int64 matrix of a query whose cells are all integers."""
@@ -290,21 +259,6 @@ class NsysDb:
                 if i is not None and label:
                     out[int(i)] = str(label)
         return out
-
-
-def _packed_expr(fields: Sequence[tuple[str, int]]) -> str:
-    """SQL for one packed group: the fields ``ifnull(col, -1) + 1`` shifted into one integer,
-    or ``-1`` when a value does not fit its field."""
-    total = sum(b for _, b in fields)
-    if total > 63:
-        raise ValueError(f"packed group of {total} bits (at most 63)")
-    parts, fits, shift = [], [], 0
-    for col, bits in fields:
-        v = f"(ifnull({col}, -1) + 1)"
-        fits.append(f"{v} BETWEEN 0 AND {(1 << bits) - 1}")
-        parts.append(f"({v} << {shift})" if shift else v)
-        shift += bits
-    return f"(CASE WHEN {' AND '.join(fits)} THEN {' | '.join(parts)} ELSE -1 END)"
 
 
 def _check_ident(name: str) -> None:

@@ -53,7 +53,7 @@ def categorical(
     """
     if ids.size == 0:
         return pd.Categorical([])
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    inverse, uniq = pd.factorize(ids)  # hashing: no sort of the whole column
     table = lookup(db, uniq) if transform is None else transform
     values = [table.get(int(i)) for i in uniq]
     if strip_version:
@@ -63,7 +63,7 @@ def categorical(
     code_of_uniq = np.empty(len(values), dtype=np.int64)
     for j, v in enumerate(values):
         code_of_uniq[j] = -1 if v is None else cats.setdefault(v, len(cats))
-    codes = code_of_uniq[inverse.reshape(-1)]
+    codes = code_of_uniq[inverse]
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(cats)))
 
 
