@@ -7,7 +7,9 @@ Each variant runs in its own interpreter (``GPUSCOPE_DISABLE`` is read at import
 * ``disabled``   — ``GPUSCOPE_DISABLE=1``;
 * ``no session`` — enabled, no capture session (what a script pays outside ``gpuscope run``);
 * ``session``    — enabled, active session outside the trace window (host timing record);
-* ``in window``  — torch profiler recording: adds ``torch.profiler.record_function``.
+* ``in window``  — torch profiler recording: adds ``torch.profiler.record_function``;
+* ``step``       — one ``profiler.step()`` with the torch backend before its window (the torch
+  profiler's schedule advances; NVML off), for the per-step cost outside the window.
 
 Each interpreter alternates its variant with the reference — ``with`` over a minimal no-op
 context manager (the floor of any ``with`` statement) — ``repeat`` times and keeps the best of
@@ -45,15 +47,27 @@ def once(make):
     return (time.perf_counter_ns() - t0) / calls
 
 session = None
-if variant in ("session", "in window"):
+if variant in ("session", "in window", "step"):
     from profiler.session import Session
-    backend = "torch" if variant == "in window" else "host"
-    steps = "0:1000" if variant == "in window" else "1000:1001"
+    backend = "host" if variant == "session" else "torch"
+    steps = "0:1000" if variant == "in window" else "100000000:100000001"
     session = Session(tempfile.mkdtemp(), steps=steps, nvml_hz=0, backend=backend).start()
     if variant == "in window":
         calls = max(calls // 20, 1000)  # the torch profiler keeps every event in memory
 null = Null()
 ref = lambda name: null
+if variant == "step":
+    calls = max(calls // 10, 1000)
+
+    class Step:  # profiler.step() inside the same with-statement harness
+        __slots__ = ()
+        def __enter__(self):
+            profiler.step()
+        def __exit__(self, *a):
+            return False
+
+    stepper = Step()
+    profiler.region = lambda name: stepper
 best_ref = best = None
 for _ in range(repeat):  # interleaved with the reference: both see the same machine load
     r = once(ref)
@@ -65,7 +79,7 @@ if session is not None:
 print(json.dumps({"variant": variant, "ns_per_call": best, "ref_ns": best_ref, "calls": calls}))
 """
 
-VARIANTS = ("disabled", "no session", "session", "in window")
+VARIANTS = ("disabled", "no session", "session", "in window", "step")
 
 
 def run_variant(variant: str, calls: int, repeat: int) -> dict:
@@ -92,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--skip-torch", action="store_true", help="leave out the 'in window' case")
     args = p.parse_args(argv)
-    variants = [v for v in VARIANTS if not (args.skip_torch and v == "in window")]
+    variants = [v for v in VARIANTS if not (args.skip_torch and v in ("in window", "step"))]
     results = {v: run_variant(v, args.calls, args.repeat) for v in variants}
     head = ("variant", "ns/call", "reference", "ratio", "own ns", "calls")
     print("{:<12} {:>9} {:>10} {:>7} {:>8} {:>7}".format(*head))

@@ -117,6 +117,7 @@ class Session:
         self._recorder = RegionRecorder()
         self._torch: Any = None
         self._torch_activities: list[str] | None = None
+        self._torch_launched = False
         self._cupti: Any = None
         self._sampler: Any = None
         self._nvml_status: dict[str, Any] | None = None
@@ -184,22 +185,7 @@ class Session:
         self.backend = self._choose_backend()
         set_recorder(self._recorder)
         self.active = True
-        if self.backend == "torch":
-            try:
-                from profiler.torch_backend import TorchCapture
-
-                self._torch = TorchCapture(
-                    self.window,
-                    self._trace_file,
-                    self._recorder,
-                    cuda=self.config.torch_cuda,
-                )
-                self._torch.start()
-                self._torch_activities = list(self._torch.activities)
-            except Exception as e:
-                self._problem("torch profiler", e)
-                self._torch = None
-                self.backend = "host"
+        self._maybe_start_torch()
         if not self._lazy:
             self._materialize()
         if 0 in self.window:
@@ -277,21 +263,33 @@ class Session:
         if self._torch is not None:
             self._torch.stop()
             self._torch = None
+        self._torch_launched = False
         self.window = window
-        if self.backend == "torch":
-            try:
-                from profiler.torch_backend import TorchCapture
-
-                self._torch = TorchCapture(
-                    window, self._trace_file, self._recorder, cuda=self.config.torch_cuda
-                )
-                self._torch.start()
-            except Exception as e:
-                self._problem("torch profiler", e)
-                self._torch = None
-                self.backend = "host"
+        self._maybe_start_torch()
         if 0 in window:
             self._window_begin()
+
+    def _maybe_start_torch(self) -> None:
+        """Create the torch profiler one (warm-up) step before the window, not earlier: its
+        per-step cost (a ``record_function`` per step) is then paid only around the window."""
+        if self.backend != "torch" or self._torch is not None or self._torch_launched:
+            return
+        warmup = self.window.torch_schedule_args()["warmup"]
+        if not (self.window.start - warmup <= self.step_index < self.window.stop):
+            return
+        self._torch_launched = True
+        try:
+            from profiler.torch_backend import TorchCapture
+
+            cap = TorchCapture(
+                self.window, self._trace_file, self._recorder, cuda=self.config.torch_cuda
+            )
+            cap.start(first_step=self.step_index)
+            self._torch = cap
+            self._torch_activities = list(cap.activities)
+        except Exception as e:
+            self._problem("torch profiler", e)
+            self._torch = None
 
     def _trace_file(self) -> Path:
         self.trace_path = self.out_dir / "traces" / f"rank-{self.rank}.pt.trace.json.gz"
@@ -340,6 +338,8 @@ class Session:
                 except Exception as e:
                     self._problem("torch profiler", e)
                     self._torch = None
+            else:
+                self._maybe_start_torch()
             if not self._materialized:
                 self._materialize()
             elif self._sampler is not None:

@@ -50,7 +50,9 @@ class TorchCapture:
         self._recording_actions: tuple[Any, ...] = ()
         self._record_function: Any = None
 
-    def start(self) -> None:
+    def start(self, first_step: int = 0) -> None:
+        """Start the profiler as if *first_step* steps had already passed (its steps are then
+        labelled ``ProfilerStep#<gpuscope's step index>``)."""
         import torch
         from torch.profiler import (
             ProfilerAction,
@@ -78,6 +80,9 @@ class TorchCapture:
             record_shapes=True,
             with_flops=True,
         )
+        if first_step:
+            self.prof.step_num = first_step
+            self.prof.current_action = sched(first_step)
         self.prof.start()
         self._update()
 
