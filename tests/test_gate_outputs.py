@@ -161,3 +161,14 @@ def test_strict_document_exit_code_for_insufficient_only() -> None:
     kw = {"name": "n", "baseline": {}, "current": {}}
     assert out.gate_document(result, strict=False, **kw)["exit_code"] == 0
     assert out.gate_document(result, strict=True, **kw)["exit_code"] == 3
+
+
+def test_html_report_shows_the_same_verdict_as_a_banner() -> None:
+    html_mod = pytest.importorskip("reports.html")
+    doc = _doc()
+    page = html_mod.render_report(make_summary([[100, 200]]), gate=doc)
+    banner = page[page.index('id="gate-banner"') :].split("</div>", 1)[0]
+    assert "FAIL" in banner and "llama&lt;8b&gt;" in banner
+    (fail,) = [v for v in doc["verdicts"] if v["status"] == "fail"]
+    assert fail["message"].replace("&", "&amp;") in banner
+    assert "<script>alert" not in page
