@@ -12,13 +12,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command(
         "run",
-        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+        context_settings={"allow_interspersed_args": False},
     )
     def run(
         command: Annotated[
             list[str],
             typer.Argument(
-                metavar="CMD...",
+                metavar="CMD",
                 help="The program to profile and its arguments (python, torchrun, ...).",
                 show_default=False,
             ),
