@@ -215,6 +215,7 @@ def test_refuses_a_non_empty_run_directory_without_force(tmp_path: Path) -> None
         (["run", "--steps", "5", "--", "true"], "--steps"),
         (["run", "--nvml-hz", "-1", "--", "true"], "--nvml-hz"),
         (["run", "--", "no-such-program-xyz"], "command not found"),
+        (["run", "--step", "2:4", "--", "true"], "No such option"),
     ],
 )
 def test_bad_usage_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
