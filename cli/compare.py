@@ -1,9 +1,165 @@
-"""`gpuscope` subcommands of this module (not built yet)."""
+"""``gpuscope compare BASE CURRENT``: what changed between two runs (docs/compare.md).
+
+BASE and CURRENT are each a trace file, a directory of per-rank traces, a run directory
+(``gpuscope run``: its ``traces/``, else its ``summary.json``) or a JSON summary
+(``gpuscope analyze --json``).  Heavy modules are imported inside the command so that
+``gpuscope --help`` stays fast.  The comparison always exits 0; bad input exits 2.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from collectors.errors import InputError, UsageError
+
+VIEWS = ("kernel", "op", "collective", "annotation", "step")
+PLOTLYJS = ("inline", "cdn")
+SUMMARY = "summary.json"
+TRACES = "traces"
+
+SIDE_HELP = (
+    "A trace (Kineto .json/.json.gz, Nsight Systems .sqlite/.nsys-rep), a directory of per-rank "
+    "traces, a run directory (gpuscope run) or a JSON summary (gpuscope analyze --json).  A "
+    "summary supports the kernel and step views only."
+)
+JSON_HELP = "Write the comparison as JSON (times in integer ns; docs/compare.md) to FILE."
+HTML_HELP = "Write a self-contained HTML page (waterfall of contributions, top kernels) to FILE."
+BY_HELP = (
+    "Which view to print and draw: kernel (normalised name), op (name and input shapes), "
+    "collective (type and message size), annotation (NVTX/user range name) or step (by index)."
+)
+ALL_EVENTS_HELP = (
+    "Compare every step and GPU event instead of the default window (complete steps: work "
+    "launched before the last ProfilerStep starts).  Does not change a JSON summary."
+)
+TOP_HELP = "Entries printed in the console table (the JSON and HTML have more)."
+PLOTLYJS_HELP = "inline (default; plotly.js embedded once, opens offline) or cdn."
+
+
+def looks_like_summary(path: Path) -> bool:
+    """A plain ``.json`` file whose first key is ``schema_version`` (Kineto uses camelCase)."""
+    if not path.is_file() or not path.name.endswith(".json"):
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(256).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and head[1:].lstrip().startswith(b'"schema_version"')
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read the summary: {e.strerror or e}", path=path) from e
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"the summary is not valid JSON: {e}", path=path) from e
+    if not isinstance(data, dict):
+        raise InputError("not a gpuscope JSON summary", path=path)
+    return data
+
+
+def load_side(raw: str, all_events: bool) -> Any:
+    """The :class:`analyzers.compare_sides.Side` of one argument.
+
+    Raises:
+        InputError: missing, unreadable or corrupt input (the message names the file).
+    """
+    from analyzers.compare_sides import side_from_summary, side_from_traces
+    from analyzers.options import AnalysisOptions
+    from collectors.load import load_traces
+
+    p = Path(raw)
+    if not p.exists():
+        raise InputError("no such file or directory", path=p)
+    summary: Path | None = None
+    traces: Path = p
+    if p.is_dir():
+        if (p / TRACES).is_dir():
+            traces = p / TRACES
+        elif (p / SUMMARY).is_file():
+            summary = p / SUMMARY
+    elif looks_like_summary(p):
+        summary = p
+    if summary is not None:
+        return side_from_summary(_read_summary(summary), str(p))
+    options = AnalysisOptions(all_events=all_events)
+    return side_from_traces(load_traces([traces]), str(p), options)
+
+
+def run_compare(
+    base: str,
+    current: str,
+    json_out: Path | None = None,
+    html: Path | None = None,
+    by: str = "kernel",
+    all_events: bool = False,
+    top: int = 20,
+    plotlyjs: str = "inline",
+) -> dict[str, Any]:
+    """The command's work, callable from Python; returns the JSON document.
+
+    Raises:
+        InputError: an input is missing, unreadable or corrupt.
+        UsageError: a bad option, or an output that cannot be written.
+    """
+    if by not in VIEWS:
+        raise UsageError(f"--by must be one of {', '.join(VIEWS)}, not {by!r}")
+    if plotlyjs not in PLOTLYJS:
+        raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS)}, not {plotlyjs!r}")
+    if top < 1:
+        raise UsageError(f"--top must be at least 1, not {top}")
+    from rich.console import Console
+
+    from analyzers.compare import compare
+    from reports.compare_report import comparison_to_dict, print_comparison, write_html, write_json
+
+    result = compare(load_side(base, all_events), load_side(current, all_events))
+    doc = comparison_to_dict(result, by)
+    written = []
+    if json_out is not None:
+        written.append(write_json(doc, json_out))
+    if html is not None:
+        written.append(write_html(doc, html, by, plotlyjs))
+    out = Console(highlight=False)
+    print_comparison(doc, out, by, top)
+    for p in written:
+        out.print(f"Wrote {p}", markup=False)
+    return doc
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to *app* (none yet)."""
+    """Add ``compare`` to *app*."""
+
+    @app.command("compare")
+    def compare_cmd(
+        base: Annotated[str, typer.Argument(metavar="BASE", help=SIDE_HELP, show_default=False)],
+        current: Annotated[
+            str, typer.Argument(metavar="CURRENT", help=SIDE_HELP, show_default=False)
+        ],
+        json_out: Annotated[
+            Path | None, typer.Option("--json", metavar="FILE", help=JSON_HELP)
+        ] = None,
+        html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HTML_HELP)] = None,
+        by: Annotated[
+            str, typer.Option("--by", metavar="kernel|op|collective|annotation|step", help=BY_HELP)
+        ] = "kernel",
+        all_events: Annotated[bool, typer.Option("--all-events", help=ALL_EVENTS_HELP)] = False,
+        top: Annotated[int, typer.Option("--top", metavar="N", help=TOP_HELP)] = 20,
+        plotlyjs: Annotated[
+            str, typer.Option("--plotlyjs", metavar="inline|cdn", help=PLOTLYJS_HELP)
+        ] = "inline",
+    ) -> None:
+        """Compare two runs: what got slower, by kernel, op, collective, annotation or step.
+
+        Matches kernels by normalised name, ops by name and input shapes, collectives by type
+        and message size, annotations by name and steps by index; each entry's change in time
+        is its contribution to the change in step time, and the contributions plus an explicit
+        'other' remainder add up to that change exactly.  Definitions: docs/compare.md.
+        """
+        run_compare(base, current, json_out, html, by, all_events, top, plotlyjs)

@@ -1,0 +1,316 @@
+"""One side of ``gpuscope compare``: per rank, its steps, GPU span and one event table per view.
+
+A side is built from traces (:func:`side_from_traces`) or from a JSON summary
+(:func:`side_from_summary`).  Definitions are in docs/compare.md; in short, for a trace rank:
+
+- ``steps``: the ProfilerSteps of the analysis window (:func:`analyzers.steps.step_breakdown`:
+  all but the last by default, all with ``--all-events``), with their ``duration_ns``;
+- ``span_ns``: first start to last end of the window's GPU events
+  (:func:`analyzers.temporal.temporal_breakdown`);
+- one table per view, one row per occurrence: ``key`` (what is matched), ``name`` (the raw
+  name), ``kind``, ``dur_ns`` (its time), ``t_ns`` (the instant that places it in a step) and
+  ``call`` (what is counted: equal ``call`` = one call):
+
+    ==========  ===========================================================  =================
+    view        rows, key and time                                           t_ns
+    ==========  ===========================================================  =================
+    kernel      window GPU events of kind kernel/memcpy/memset; key =        host launch start
+                :func:`~analyzers.name_normalize.normalize_kernel_name`;     (same correlation)
+                time = end − start                                           else GPU start
+    op          the same GPU events, each given to the ``cpu_op`` whose      as kernel
+                ``external_id`` equals the launching runtime call's; key =
+                op name + ``input_dims``; counted per op call
+    collective  ``Trace.collectives`` rows whose first GPU row is in the     launch, else GPU
+                window; key = collective + ``message_bytes``; time =          start
+                ``duration_ns``
+    annotation  user / NVTX / GPU-user annotations starting in the window;    range start
+                key = name (``[GPU]`` appended for GPU-side ones); time =
+                end − start
+    ==========  ===========================================================  =================
+
+A summary rank carries only ``steps``, ``temporal.span_ns`` and ``kernel_summary``: its kernel
+table is already aggregated (``key``, ``name``, ``count``, ``total_ns``) and its other views
+are absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analyzers.kernel_summary import UNNAMED
+from analyzers.name_normalize import normalize_kernel_name
+from analyzers.options import AnalysisOptions
+from collectors.errors import InputError
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+VIEWS = ("kernel", "op", "collective", "annotation", "step")
+"""The views of a comparison, in display order (``--by``)."""
+EVENT_VIEWS = VIEWS[:-1]
+"""Views built from event tables (the step view is built from the steps)."""
+GPU_ACTIVITY_KINDS = ("kernel", "memcpy", "memset")
+"""``gpu.kind`` values the kernel and op views count."""
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+"""Host categories of the calls that launch GPU work (linked by ``correlation``)."""
+ANNOTATION_KINDS = ("user", "gpu_user", "nvtx")
+EVENT_COLUMNS = ("key", "name", "kind", "dur_ns", "t_ns", "call")
+STEP_COLUMNS = ("step", "start_ns", "end_ns", "duration_ns")
+AGG_COLUMNS = ("key", "name", "count", "total_ns")
+
+
+@dataclass(frozen=True)
+class RankSide:
+    """What one rank contributes to a comparison (module docstring)."""
+
+    rank: int
+    steps: pd.DataFrame
+    """Columns :data:`STEP_COLUMNS` (int64), in time order."""
+    span_ns: int | None
+    events: Mapping[str, pd.DataFrame]
+    """Per view: :data:`EVENT_COLUMNS` (traces) or :data:`AGG_COLUMNS` (summaries)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side (BASE or CURRENT) of a comparison."""
+
+    label: str
+    kind: Literal["trace", "summary"]
+    formats: tuple[str, ...]
+    """Source formats of its ranks (``kineto``, ``nsys``, ``summary``...)."""
+    ranks: tuple[RankSide, ...]
+
+    @property
+    def aggregated(self) -> bool:
+        """True when its tables are totals (a summary) rather than one row per occurrence."""
+        return self.kind == "summary"
+
+    def views(self) -> tuple[str, ...]:
+        """The views this side can take part in."""
+        return ("kernel", "step") if self.aggregated else VIEWS
+
+
+def _events(
+    key: Any, name: Any, kind: Any, dur: Any, t: Any, call: Any | None = None
+) -> pd.DataFrame:
+    n = len(dur)
+    return pd.DataFrame(
+        {
+            "key": np.asarray(key, dtype=object),
+            "name": np.asarray(name, dtype=object),
+            "kind": np.asarray(kind, dtype=object),
+            "dur_ns": np.asarray(dur, dtype=np.int64),
+            "t_ns": np.asarray(t, dtype=np.int64),
+            "call": np.arange(n, dtype=np.int64) if call is None else np.asarray(call, np.int64),
+        },
+        columns=list(EVENT_COLUMNS),
+    )
+
+
+def _names(col: pd.Series) -> np.ndarray:
+    """Raw names as an object array (missing → :data:`UNNAMED`)."""
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    labels = np.append(np.asarray(cat.cat.categories, dtype=object).astype(str), UNNAMED)
+    return labels[cat.cat.codes.to_numpy()]
+
+
+def _kernel_keys(names: np.ndarray) -> np.ndarray:
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    keys = np.array([normalize_kernel_name(u) or UNNAMED for u in uniq], dtype=object)
+    return keys[inv] if len(names) else np.empty(0, dtype=object)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, order: np.ndarray, query: Any) -> np.ndarray:
+    """For each *query* key, the value of its first row in *order*; -1 where absent."""
+    s = pd.Series(np.asarray(values)[order], index=np.asarray(keys)[order])
+    s = s[~s.index.duplicated(keep="first")]
+    return s.reindex(np.asarray(query), fill_value=-1).to_numpy(dtype=np.int64, copy=True)
+
+
+def _launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(launch start, launching call's external id) per correlation id; -1 where unknown."""
+    h = trace.host
+    is_launch = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
+    h_corr = h["correlation"].to_numpy()
+    m = is_launch & (h_corr >= 0)
+    order = np.argsort(h["start_ns"].to_numpy()[m], kind="stable")
+    t = _lookup(h_corr[m], h["start_ns"].to_numpy()[m], order, corr)
+    e = _lookup(h_corr[m], h["external_id"].to_numpy()[m], order, corr)
+    return t, e
+
+
+def _op_view(trace: Trace, acts: pd.DataFrame, t: np.ndarray, ext: np.ndarray) -> pd.DataFrame:
+    h = trace.host
+    is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool) & (h["external_id"].to_numpy() >= 0)
+    ops = h[is_op]
+    pos = np.arange(len(ops), dtype=np.int64)
+    order = np.argsort(ops["start_ns"].to_numpy(), kind="stable")
+    op = _lookup(ops["external_id"].to_numpy(), pos, order, ext)
+    op[ext < 0] = -1
+    keep = op >= 0
+    op = op[keep]
+    op_names = _names(ops["name"])[op]
+    dims = ops["input_dims"].to_numpy()[op]
+    dims = np.array([d if isinstance(d, str) and d else "" for d in dims], dtype=object)
+    keys = np.array([f"{n} {d}" if d else n for n, d in zip(op_names, dims, strict=True)], object)
+    dur = (acts["end_ns"].to_numpy() - acts["start_ns"].to_numpy())[keep]
+    return _events(keys, op_names, acts["kind"].astype(object).to_numpy()[keep], dur, t[keep], op)
+
+
+def size_label(n: int) -> str:
+    """A message size, exact: ``16 MiB`` / ``3 KiB`` when a whole number, else ``1000 B``."""
+    if n < 0:
+        return "(size unknown)"
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def _collective_view(trace: Trace, window_rows: pd.Index) -> pd.DataFrame:
+    c = trace.collectives
+    c = c[(c["gpu_row"] >= 0).to_numpy() & np.isin(c["gpu_row"].to_numpy(), window_rows)]
+    name = c["collective"].astype(object).where(c["collective"].notna(), "?").to_numpy()
+    size = c["message_bytes"].to_numpy()
+    keys = np.array(
+        [f"{n} {size_label(int(s))}" for n, s in zip(name, size, strict=True)],
+        dtype=object,
+    )
+    t = np.where(c["launch_ns"].to_numpy() >= 0, c["launch_ns"].to_numpy(), c["start_ns"])
+    kinds = np.full(len(c), "collective", dtype=object)
+    return _events(keys, name, kinds, c["duration_ns"].to_numpy(), t)
+
+
+def _annotation_view(trace: Trace, lo: int | None, hi: int | None) -> pd.DataFrame:
+    a = trace.annotations
+    a = a[np.asarray(a["kind"].isin(ANNOTATION_KINDS), dtype=bool)]
+    s = a["start_ns"].to_numpy()
+    inside = np.ones(len(a), dtype=bool)
+    if lo is not None:
+        inside &= s >= lo
+    if hi is not None:
+        inside &= s < hi
+    a = a[inside]
+    names = _names(a["name"])
+    kind = a["kind"].astype(object).to_numpy()
+    keys = np.array(
+        [f"{n} [GPU]" if k == "gpu_user" else n for n, k in zip(names, kind, strict=True)], object
+    )
+    dur = a["end_ns"].to_numpy() - a["start_ns"].to_numpy()
+    return _events(keys, names, kind, dur, a["start_ns"].to_numpy())
+
+
+def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> RankSide:
+    """The :class:`RankSide` of one rank's trace (module docstring)."""
+    from analyzers.steps import step_breakdown
+    from analyzers.temporal import temporal_breakdown
+    from analyzers.window import gpu_events, window
+
+    options = options or AnalysisOptions()
+    steps = step_breakdown(trace, options)[list(STEP_COLUMNS)].reset_index(drop=True)
+    g = gpu_events(trace, options)
+    span = temporal_breakdown(trace, options).span_ns if len(g) else None
+    acts = g[np.asarray(g["kind"].isin(GPU_ACTIVITY_KINDS), dtype=bool)]
+    launch_t, launch_ext = _launches(trace, acts["correlation"].to_numpy())
+    t = np.where(launch_t >= 0, launch_t, acts["start_ns"].to_numpy())
+    names = _names(acts["name"])
+    kernel = _events(
+        _kernel_keys(names),
+        names,
+        acts["kind"].astype(object).to_numpy(),
+        acts["end_ns"].to_numpy() - acts["start_ns"].to_numpy(),
+        t,
+    )
+    w = window(trace, options)
+    lo, hi = (w.start_ns, w.end_ns) if w.filtered else (None, None)
+    events = {
+        "kernel": kernel,
+        "op": _op_view(trace, acts, t, launch_ext),
+        "collective": _collective_view(trace, g.index),
+        "annotation": _annotation_view(trace, lo, hi),
+    }
+    return RankSide(trace.rank, steps, span, events)
+
+
+def side_from_traces(
+    traces: Sequence[Trace], label: str, options: AnalysisOptions | None = None
+) -> Side:
+    """A side made of *traces* (one per rank).
+
+    Raises:
+        InputError: no trace, or two traces of one rank.
+    """
+    if not traces:
+        raise InputError("no trace to compare", path=label)
+    ranks = [t.rank for t in traces]
+    dup = sorted({r for r in ranks if ranks.count(r) > 1})
+    if dup:
+        raise InputError(f"several traces claim rank {dup[0]}", path=label)
+    formats = tuple(sorted({t.meta.source_format for t in traces}))
+    sides = tuple(rank_from_trace(t, options) for t in sorted(traces, key=lambda t: t.rank))
+    return Side(label, "trace", formats, sides)
+
+
+def _int(v: Any, what: str, label: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(f"summary field {what} is not an integer: {v!r}", path=label)
+    return v
+
+
+def _summary_rank(r: Mapping[str, Any], label: str) -> RankSide:
+    rank = _int(r.get("rank"), "ranks[].rank", label)
+    rows = r.get("steps") or []
+    if not isinstance(rows, list):
+        raise InputError("summary field ranks[].steps is not a list", path=label)
+    steps = pd.DataFrame(
+        {c: [_int(s.get(c), f"steps[].{c}", label) for s in rows] for c in STEP_COLUMNS},
+        columns=list(STEP_COLUMNS),
+    ).astype(np.int64)
+    steps = steps.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    temporal = r.get("temporal")
+    span = temporal.get("span_ns") if isinstance(temporal, Mapping) else None
+    span = _int(span, "temporal.span_ns", label) if span is not None else None
+    ks = r.get("kernel_summary") or []
+    if not isinstance(ks, list) or not all(isinstance(k, Mapping) for k in ks):
+        raise InputError(
+            "summary field ranks[].kernel_summary is not a list of objects", path=label
+        )
+    names = [k.get("name") if isinstance(k.get("name"), str) else UNNAMED for k in ks]
+    kernel = pd.DataFrame(
+        {
+            "key": [normalize_kernel_name(n) or UNNAMED for n in names],
+            "name": names,
+            "count": [_int(k.get("count"), "kernel_summary[].count", label) for k in ks],
+            "total_ns": [_int(k.get("total_ns"), "kernel_summary[].total_ns", label) for k in ks],
+        },
+        columns=list(AGG_COLUMNS),
+    )
+    kernel = kernel.astype({"count": np.int64, "total_ns": np.int64})
+    return RankSide(rank, steps, span, {"kernel": kernel})
+
+
+def side_from_summary(summary: Mapping[str, Any], label: str) -> Side:
+    """A side made of a parsed JSON summary (schema_version 1).
+
+    Raises:
+        InputError: not a summary of schema_version 1, or a field of the wrong type.
+    """
+    if summary.get("schema_version") != 1 or not isinstance(summary.get("ranks"), list):
+        raise InputError(
+            "not a gpuscope JSON summary of schema_version 1 (no 'ranks' list)", path=label
+        )
+    ranks = [r for r in summary["ranks"] if isinstance(r, Mapping)]
+    if not ranks:
+        raise InputError("the summary has no ranks", path=label)
+    sides = sorted((_summary_rank(r, label) for r in ranks), key=lambda s: s.rank)
+    seen = [s.rank for s in sides]
+    dup = sorted({r for r in seen if seen.count(r) > 1})
+    if dup:
+        raise InputError(f"the summary lists rank {dup[0]} twice", path=label)
+    return Side(label, "summary", ("summary",), tuple(sides))
