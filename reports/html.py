@@ -198,7 +198,9 @@ def _steps(p: Mapping[str, Any], frags: Mapping[str, str]) -> str:
     s = p["steps"]
     if not s:
         return section(
-            "steps", "Step breakdown", no_data("No ProfilerStep in the analysis window.")
+            "steps",
+            "Step breakdown",
+            no_data("No ProfilerStep in the analysis window.") + _ranges(p),
         )
     body = _fig(frags, "fig-steps")
     if s["steps_shown"] < s["steps_total"] or s["ranks_shown"] < s["ranks_total"]:
@@ -207,7 +209,28 @@ def _steps(p: Mapping[str, Any], frags: Mapping[str, str]) -> str:
             f"{s['ranks_total']} ranks (evenly spaced, at most {MAX_BREAKDOWN_STEPS} steps and "
             f"{MAX_BREAKDOWN_RANKS} ranks); every step and rank is in the heatmap and summary.json."
         )
-    return section("steps", "Step breakdown (per step and rank, ms)", body)
+    return section("steps", "Step breakdown (per step and rank, ms)", body + _ranges(p))
+
+
+RANGE_COLS = (
+    Col("range", "name", short, numeric=False),
+    Col("kind", "kind", str, numeric=False, wrap=False),
+    Col("count", "count", integer),
+    Col("total ms", "total_ns", ms),
+    Col("max ms", "max_ns", ms),
+    Col("ranks", "ranks", integer),
+)
+
+
+def _ranges(p: Mapping[str, Any]) -> str:
+    r = p["ranges"]
+    if not r:
+        return note("No NVTX or user range in the traces.")
+    body = "<h3>Annotated ranges (NVTX, user; all ranks)</h3>"
+    body += f'<div class="scroll">{table("range-table", RANGE_COLS, r["rows"])}</div>'
+    if r["names_total"] > len(r["rows"]):
+        body += note(f"{len(r['rows'])} of {r['names_total']} range names shown.")
+    return body
 
 
 KERNEL_COLS = (
@@ -385,6 +408,7 @@ def shown_definitions(p: Mapping[str, Any]) -> list[str]:
     ]
     ids += ["findings"]
     ids += ["breakdown"] if p["steps"] else []
+    ids += ["ranges"] if p["ranges"] else []
     ids += ["kernels", "kernel_types"] if p["kernels"] else []
     ids += ["collectives"] if p["collectives"] else []
     ids += ["comm_ranks"] if p["comm_ranks"] else []

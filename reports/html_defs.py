@@ -57,6 +57,13 @@ DEFINITIONS: dict[str, tuple[str, str, str]] = {
         "four parts add up to the step's duration.",
         "docs/metrics.md §7; docs/report.md §5",
     ),
+    "ranges": (
+        "Annotated ranges",
+        "NVTX, user (record_function / profiler.region) and GPU-side user ranges of the whole "
+        "trace, pooled over ranks by (kind, name): count, total = Σ (end − start), max = the "
+        "longest; the largest totals first.",
+        "docs/report.md §2, §5",
+    ),
     "kernels": (
         "Top kernels",
         "Kernel summary rows pooled over the ranks by kernel name: count and total summed, avg "

@@ -205,7 +205,7 @@ def roofline_figure(roof: Mapping[str, Any] | None) -> go.Figure | None:
                 "opacity": 0.7,
                 "line": {"width": 1, "color": "#fff"},
             },
-            text=[esc(short(p["key"], 80)) for p in pts],
+            text=[esc(f"{short(p['key'], 80)} ({p.get('precision')})") for p in pts],
             customdata=[p["time_ns"] / 1e6 for p in pts],
             hovertemplate="%{text}<br>%{x:.3g} FLOP/B, %{y:.3g} FLOP/s, %{customdata:.3f} ms"
             "<extra></extra>",
@@ -276,7 +276,10 @@ def counters_figure(counters: Mapping[str, Any] | None) -> go.Figure | None:
         }
         for b in counters.get("throttle") or []
     ]
-    fig = _layout(fig, 170 * len(groups) + 80, shapes=shapes, showlegend=True)
+    fig = _layout(fig, 170 * len(groups) + 120, shapes=shapes, showlegend=True)
+    fig.update_layout(
+        legend={"orientation": "h", "y": -0.08, "yanchor": "top"}, margin={"t": 40, "b": 110}
+    )
     fig.update_xaxes(title_text="s since first sample", row=len(groups), col=1)
     return fig
 

@@ -26,6 +26,7 @@ from reports.html_metrics import (
 TOP_KERNELS = 50
 TOP_OCCUPANCY = 20
 TOP_ROOFLINE = 100
+TOP_RANGES = 30
 MAX_SOURCES = 20
 TOP_STRAGGLER_STEPS = 20
 
@@ -138,6 +139,33 @@ def kernels(summary: Summary) -> dict[str, Any] | None:
             for t, v in sorted(by_type.items(), key=lambda kv: -kv[1])
         ],
     }
+
+
+def annotated_ranges(summary: Summary) -> dict[str, Any] | None:
+    """``run.ranks[].ranges`` pooled over ranks by (kind, name); the largest first."""
+    agg: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in (summary.get("run") or {}).get("ranks") or []:
+        for x in r.get("ranges") or []:
+            key = (str(x["kind"]), str(x["name"]))
+            a = agg.setdefault(
+                key,
+                {
+                    "kind": key[0],
+                    "name": key[1],
+                    "count": 0,
+                    "total_ns": 0,
+                    "max_ns": 0,
+                    "ranks": 0,
+                },
+            )
+            a["count"] += int(x["count"])
+            a["total_ns"] += int(x["total_ns"])
+            a["max_ns"] = max(a["max_ns"], int(x["max_ns"]))
+            a["ranks"] += 1
+    if not agg:
+        return None
+    rows = sorted(agg.values(), key=lambda a: (-a["total_ns"], a["kind"], a["name"]))
+    return {"rows": rows[:TOP_RANGES], "names_total": len(rows)}
 
 
 def _p50(values: list[float]) -> float | None:
@@ -264,19 +292,23 @@ def occupancy(summary: Summary) -> dict[str, Any] | None:
 
 
 def roofline(summary: Summary) -> dict[str, Any] | None:
-    """Op-roofline points pooled over ranks by key (FLOP, bytes, time summed)."""
-    agg: dict[str, dict[str, Any]] = {}
-    ceilings = None
+    """Op-roofline points pooled over ranks by (key, dominant precision): FLOP, DRAM bytes and
+    time summed; the roofs are the union of the points' ceilings (first value per key)."""
+    agg: dict[tuple[str, str], dict[str, Any]] = {}
+    flops: dict[str, float] = {}
+    bandwidth: dict[str, float] = {}
     for r in ranks(summary):
         for p in (((r.get("roofline") or {}).get("ops") or {}).get("points")) or []:
             f, t = num(p.get("flop_total")), num(p.get("time_ns"))
             b = num((p.get("bytes") or {}).get("dram"))
             if f is None or t is None or t <= 0:
                 continue
+            key = (str(p.get("key")), str(p.get("dominant_precision")))
             a = agg.setdefault(
-                str(p.get("key")),
+                key,
                 {
-                    "key": str(p.get("key")),
+                    "key": key[0],
+                    "precision": p.get("dominant_precision"),
                     "name": p.get("name"),
                     "calls": 0,
                     "flop": 0.0,
@@ -293,7 +325,13 @@ def roofline(summary: Summary) -> dict[str, Any] | None:
                 a["_nobytes"] = True
             else:
                 a["bytes"] += b
-            ceilings = ceilings or p.get("ceilings")
+            ceil = p.get("ceilings") or {}
+            for k, v in (ceil.get("flops_per_s") or {}).items():
+                if num(v):
+                    flops.setdefault(k, float(v))
+            for k, v in (ceil.get("bytes_per_s") or {}).items():
+                if num(v):
+                    bandwidth.setdefault(k, float(v))
     if not agg:
         return None
     rows = sorted(agg.values(), key=lambda a: -a["time_ns"])[:TOP_ROOFLINE]
@@ -301,7 +339,11 @@ def roofline(summary: Summary) -> dict[str, Any] | None:
         nob = a.pop("_nobytes")
         a["intensity"] = a["flop"] / a["bytes"] if a["bytes"] > 0 and not nob else None
         a["flops_per_s"] = a["flop"] / a["time_ns"] * 1e9
-    return {"points": rows, "ceilings": ceilings, "points_total": len(agg)}
+    return {
+        "points": rows,
+        "ceilings": {"flops_per_s": flops, "bytes_per_s": bandwidth},
+        "points_total": len(agg),
+    }
 
 
 def straggler_steps(summary: Summary) -> list[dict[str, Any]]:
@@ -325,6 +367,7 @@ def build_payload(summary: Summary, gate: Mapping[str, Any] | None = None) -> di
         "cards": cards(summary),
         "findings": findings(summary),
         "steps": html_series.step_breakdown(summary),
+        "ranges": annotated_ranges(summary),
         "kernels": kernels(summary),
         "collectives": collectives(summary),
         "comm_ranks": comm_ranks(summary),

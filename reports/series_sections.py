@@ -1,4 +1,5 @@
-"""Run-level JSON section ``run``: where the traces came from and the NVML counters over time.
+"""Run-level JSON section ``run``: where the traces came from, their annotated ranges (NVTX,
+user), and the NVML counters over time.
 
 Registered in ``reports.summary.RUN_SECTIONS`` as ``("run", "reports.series_sections:run")``;
 every key is defined in ``docs/report.md`` §2.  The HTML report reads it for its header and
@@ -62,6 +63,10 @@ THROTTLE_REASONS = {
 """Bits of ``clock_event_reasons`` that slow the clocks down (idle 0x1, application clocks 0x2
 and display clocks 0x100 are settings, not throttling)."""
 THROTTLE_MASK = sum(THROTTLE_REASONS)
+
+TOP_RANGES = 20
+"""Annotated-range names kept per rank (largest total time first)."""
+RANGE_KINDS = ("user", "nvtx", "gpu_user")
 
 META_KEYS = ("command", "host", "hosts", "world_size", "exit_code", "started_unix_ns")
 """Keys copied from ``RUN/meta.json`` (with ``ended_unix_ns``, ``git``, ``versions``)."""
@@ -212,6 +217,27 @@ def nvml_host(host: str, df: pd.DataFrame) -> dict[str, Any] | None:
     }
 
 
+def ranges(trace: Trace) -> list[dict[str, Any]]:
+    """The rank's annotated ranges (NVTX, user, GPU user; whole trace) by (kind, name):
+    ``count``, ``total_ns`` (Σ end − start), ``max_ns``; the :data:`TOP_RANGES` largest."""
+    a = trace.annotations
+    a = a[a["kind"].isin(RANGE_KINDS)]
+    if a.empty:
+        return []
+    d = (a["end_ns"] - a["start_ns"]).to_numpy(dtype=np.int64)
+    g = (
+        a.assign(d=d, kind=a["kind"].astype(str), name=a["name"].astype(str))
+        .groupby(["kind", "name"], sort=False)["d"]
+        .agg(["count", "sum", "max"])
+        .reset_index()
+        .sort_values(["sum", "kind", "name"], ascending=[False, True, True], kind="stable")
+    )
+    return [
+        {"kind": k, "name": n, "count": int(c), "total_ns": int(s), "max_ns": int(m)}
+        for k, n, c, s, m in g.head(TOP_RANGES).itertuples(index=False, name=None)
+    ]
+
+
 def _run_meta(run_dir: Any) -> dict[str, Any] | None:
     """The report-relevant part of ``RUN/meta.json`` (None when absent or unreadable)."""
     if not run_dir:
@@ -242,7 +268,8 @@ def _run_meta(run_dir: Any) -> dict[str, Any] | None:
 def run(
     traces: Sequence[Trace], options: AnalysisOptions, extras: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """Source metadata per rank, ``RUN/meta.json`` facts, and the NVML counter timelines."""
+    """Source metadata and annotated ranges per rank, ``RUN/meta.json`` facts, and the NVML
+    counter timelines."""
     if not traces:
         return None
     ranks = [
@@ -253,6 +280,7 @@ def run(
             "source_version": t.meta.source_version,
             "source_path": t.meta.source_path,
             "world_size": t.meta.world_size,
+            "ranges": ranges(t),
         }
         for t in traces
     ]
