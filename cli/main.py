@@ -8,6 +8,7 @@ wrapped program's exit status, and ``gate``, whose verdict is its exit code).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -92,6 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("gpuscope: interrupted", markup=False)
         return 130
+    except Exception as ex:  # a bug: one line for the user, the traceback on request
+        if os.environ.get("GPUSCOPE_DEBUG"):
+            raise
+        err_console.print(
+            f"gpuscope: internal error: {type(ex).__name__}: {ex} "
+            "(set GPUSCOPE_DEBUG=1 for the traceback, and please report it)",
+            markup=False,
+        )
+        return 70
     if isinstance(result, int):
         return result
     return 0

@@ -21,6 +21,8 @@ DETAIL_RANKS = 4
 
 RANK_RENDERERS: list[str] = [
     "reports.wait_console:print_wait_sections",
+    "reports.comm_console:print_comm_sections",
+    "reports.efficiency_console:print_efficiency_sections",
 ]
 """Later features' per-rank console tables, ``"module:function"`` called as
 ``fn(rank_dict, console)`` after the foundation's tables of each detailed rank (one line each)."""
