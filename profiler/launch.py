@@ -172,6 +172,15 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
     say(f"gpuscope: capturing into {run}")
     code = _run_forwarding(argv, child_env(opts, run))
     ended = time.time_ns()
+    rundir.write_meta(
+        run,
+        command=list(opts.command),
+        exit_code=code,
+        started_unix_ns=started,
+        ended_unix_ns=ended,
+        options=options,
+        git=git,
+    )  # before the analysis: the summary's run section reads meta.json
     out = rundir.analyse(run, report=opts.report)
     files: dict[str, Any] = {
         "traces": [str(p.relative_to(run)) for p in out.traces],

@@ -71,6 +71,8 @@ def test_example_on_cpu_gives_trace_regions_summary_and_unavailable_nvml(tmp_pat
     assert {"data", "forward", "backward", "optimizer"} <= set(user)
     summary = json.loads((run / "summary.json").read_text())
     assert [x["rank"] for x in summary["ranks"]] == [0]
+    if "run" in summary:  # the summary's run section reads meta.json, written before it
+        assert summary["run"]["meta"]["exit_code"] == 0
     assert meta["files"]["summary"] == "summary.json"
     assert meta["files"]["traces"] == ["traces/rank-0.pt.trace.json.gz"]
     if HAVE_REPORT:
