@@ -114,49 +114,64 @@ class ViewDiff:
         return sum(1 for e in self.entries if e.status == status)
 
 
-AGG = ("count", "total_ns")
-
-
 def aggregate_events(events: pd.DataFrame) -> pd.DataFrame:
     """Occurrences → one row per (key, name): ``count`` (distinct ``call``), ``total_ns``."""
+    cols = {"key": [], "name": [], "count": [], "total_ns": []}
     if events.empty:
-        return pd.DataFrame({"key": [], "name": [], "count": [], "total_ns": []}).astype(
-            {"count": np.int64, "total_ns": np.int64}
-        )
-    g = events.groupby(["key", "name"], sort=False, observed=True)
-    out = g.agg(count=("call", "nunique"), total_ns=("dur_ns", "sum")).reset_index()
-    return out.astype({"count": np.int64, "total_ns": np.int64})
+        return pd.DataFrame(cols).astype({"count": np.int64, "total_ns": np.int64})
+    k_codes, k_uni = pd.factorize(events["key"].to_numpy())
+    n_codes, n_uni = pd.factorize(events["name"].to_numpy())
+    p_codes, p_uni = pd.factorize(k_codes.astype(np.int64) * len(n_uni) + n_codes)
+    total = np.zeros(len(p_uni), dtype=np.int64)
+    np.add.at(total, p_codes, events["dur_ns"].to_numpy(dtype=np.int64))
+    call = events["call"].to_numpy(dtype=np.int64)
+    call = call - call.min()
+    distinct = np.unique(p_codes.astype(np.int64) * (int(call.max()) + 1) + call)
+    count = np.bincount(distinct // (int(call.max()) + 1), minlength=len(p_uni))
+    return pd.DataFrame(
+        {
+            "key": k_uni[p_uni // len(n_uni)],
+            "name": n_uni[p_uni % len(n_uni)],
+            "count": count.astype(np.int64),
+            "total_ns": total,
+        }
+    )
 
 
-def _by_key(parts: Sequence[pd.DataFrame]) -> tuple[pd.DataFrame, dict[str, tuple[str, ...]]]:
-    """Per-(key, name) tables of several ranks → per key totals, and each key's top names."""
-    cols = ["key", "name", "count", "total_ns"]
-    rows = [p[cols] for p in parts if len(p)]
-    if not rows:
-        empty = pd.DataFrame({"count": [], "total_ns": []}, dtype=np.int64)
-        return empty.rename_axis("key"), {}
-    df = pd.concat(rows, ignore_index=True)
-    per_name = df.groupby(["key", "name"], sort=False)["total_ns"].sum().reset_index()
-    per_name = per_name.sort_values(["key", "total_ns", "name"], ascending=[True, False, True])
-    names: dict[str, tuple[str, ...]] = {}
-    for key, grp in per_name.groupby("key", sort=False)["name"]:
-        names[str(key)] = tuple(str(n) for n in grp.iloc[:MAX_NAMES])
-    totals = df.groupby("key", sort=True)[["count", "total_ns"]].sum().astype(np.int64)
-    return totals, names
+def _by_key(parts: Sequence[pd.DataFrame]) -> dict[str, tuple[int, int, tuple[str, ...]]]:
+    """Per-(key, name) tables of several ranks → ``{key: (count, total, top names)}``."""
+    acc: dict[str, list[int]] = {}
+    per_name: dict[str, dict[str, int]] = {}
+    for p in parts:
+        for k, n, c, t in zip(
+            p["key"].tolist(),
+            p["name"].tolist(),
+            p["count"].tolist(),
+            p["total_ns"].tolist(),
+            strict=True,
+        ):
+            a = acc.setdefault(str(k), [0, 0])
+            a[0] += int(c)
+            a[1] += int(t)
+            names = per_name.setdefault(str(k), {})
+            names[str(n)] = names.get(str(n), 0) + int(t)
+    out = {}
+    for k, (c, t) in acc.items():
+        top = sorted(per_name[k].items(), key=lambda x: (-x[1], x[0]))[:MAX_NAMES]
+        out[k] = (c, t, tuple(n for n, _ in top))
+    return out
 
 
 def match_entries(base: Sequence[pd.DataFrame], current: Sequence[pd.DataFrame]) -> list[Entry]:
     """Join the aggregated tables of both sides (one per rank) on ``key``; ranked entries."""
-    b, b_names = _by_key(base)
-    c, c_names = _by_key(current)
-    keys = sorted(set(b.index.astype(str)) | set(c.index.astype(str)))
+    b = _by_key(base)
+    c = _by_key(current)
     entries = []
-    for k in keys:
-        in_b, in_c = k in b.index, k in c.index
-        bc, bt = (int(b.at[k, "count"]), int(b.at[k, "total_ns"])) if in_b else (0, 0)
-        cc, ct = (int(c.at[k, "count"]), int(c.at[k, "total_ns"])) if in_c else (0, 0)
-        status: Status = "matched" if in_b and in_c else ("added" if in_c else "removed")
-        names = tuple(dict.fromkeys(c_names.get(k, ()) + b_names.get(k, ())))[:MAX_NAMES]
+    for k in sorted(set(b) | set(c)):
+        bc, bt, bn = b.get(k, (0, 0, ()))
+        cc, ct, cn = c.get(k, (0, 0, ()))
+        status: Status = "matched" if k in b and k in c else ("added" if k in c else "removed")
+        names = tuple(dict.fromkeys(cn + bn))[:MAX_NAMES]
         entries.append(Entry(k, status, bc, bt, cc, ct, names))
     entries.sort(key=lambda e: (-abs(e.delta_ns), e.key))
     return entries
