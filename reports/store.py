@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy import Engine, create_engine, event, func, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -376,8 +376,9 @@ class Store:
             return list(s.scalars(q))
 
     def run_count(self) -> int:
+        """Number of recorded runs."""
         with self._tx() as s:
-            return len(list(s.scalars(select(Run.id))))
+            return int(s.execute(select(func.count(Run.id))).scalar_one())
 
     def baseline(self, name: str, branch: str, env: Environment, k: int) -> BaselineRuns:
         """The last *k* runs of (name, branch)'s latest segment, newest first; empty with
