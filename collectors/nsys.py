@@ -68,10 +68,10 @@ class _Part:
     gpid: int
     pid: int
     device: int
-    gpu: pd.DataFrame
-    host: pd.DataFrame
-    annotations: pd.DataFrame
-    counters: pd.DataFrame
+    gpu: dict[str, Any]
+    host: dict[str, Any]
+    annotations: dict[str, Any]
+    counters: dict[str, Any]
     devices: list[DeviceInfo]
     run_rank: int | None
     run_world: int | None
@@ -116,12 +116,32 @@ def _natural_key(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
+Columns = dict[str, Any]
+"""A table as column arrays (int64 numpy arrays, pandas Categoricals, object arrays)."""
+
+
+def _as_columns(table: pd.DataFrame | Columns) -> Columns:
+    """Column arrays of a table, keeping categoricals as Categorical (no re-interning)."""
+    if isinstance(table, dict):
+        return table
+    return {
+        c: table[c].array
+        if isinstance(table[c].dtype, pd.CategoricalDtype)
+        else table[c].to_numpy()
+        for c in table.columns
+    }
+
+
+def _n(cols: Columns) -> int:
+    return len(next(iter(cols.values()))) if cols else 0
+
+
 def _read_file(path: Path, order: int) -> list[_Part]:
     with NsysDb(path) as db, db.errors():
         gpu = read_gpu_activity(db)
-        host = read_api_calls(db)
-        nvtx = read_nvtx_ranges(db)
-        counters = read_counters(db)
+        host = _as_columns(read_api_calls(db))
+        nvtx = _as_columns(read_nvtx_ranges(db))
+        counters = _as_columns(read_counters(db))
         gpus = devices(db)
         procs = process_names(db)
         threads = thread_names(db)
@@ -135,7 +155,7 @@ def _read_file(path: Path, order: int) -> list[_Part]:
         }
     keys = _groups(gpu, host, nvtx)
     notes = [] if has_kernels else [NO_KERNELS_NOTE]
-    if not len(gpu):
+    if not _n(gpu):
         notes.append(NO_GPU_NOTE)
     mpi_ranks = mpi_rank_threads(threads)
     env_r, env_world = env_rank(env)
@@ -151,7 +171,6 @@ def _read_file(path: Path, order: int) -> list[_Part]:
         if run_rank is None and single_process and n_per_process[gpid] == 1:
             run_rank = env_r
         own = [gpus[dev]] if dev in gpus else list(gpus.values())
-        short = _short_names(gpu, gpid, dev)
         parts.append(
             _Part(
                 path=path,
@@ -173,7 +192,7 @@ def _read_file(path: Path, order: int) -> list[_Part]:
                     "process": {"pid": pid, "name": pname, "global_pid": gpid},
                     "device_id": dev,
                     "threads": threads.get(gpid, {}),
-                    "kernel_short_names": short,
+                    "kernel_short_names": _short_names(gpu, gpid, dev),
                     "notes": list(notes),
                 },
             )
@@ -181,84 +200,75 @@ def _read_file(path: Path, order: int) -> list[_Part]:
     return parts
 
 
-def _groups(gpu: pd.DataFrame, host: pd.DataFrame, nvtx: pd.DataFrame) -> list[tuple[int, int]]:
+def _groups(gpu: Columns, host: Columns, nvtx: Columns) -> list[tuple[int, int]]:
     """(globalPid, device) pairs that get a trace, in (pid, device) order."""
-    if len(gpu):
-        pairs = gpu[["_gpid", "device"]].drop_duplicates().to_numpy()
-        keys = [(int(g), int(d)) for g, d in pairs]
+    if _n(gpu):
+        pairs = pd.DataFrame({"g": gpu["_gpid"], "d": gpu["device"]}).drop_duplicates()
+        keys = [(int(g), int(d)) for g, d in pairs.to_numpy()]
     else:
-        procs = sorted(set(host["_gpid"]) if len(host) else set())
+        procs = sorted(set(host["_gpid"].tolist()) if _n(host) else set())
         if not procs:
-            procs = sorted(set(nvtx["_gpid"]) if len(nvtx) else set()) or [-1]
+            procs = sorted(set(nvtx["_gpid"].tolist()) if _n(nvtx) else set()) or [-1]
         keys = [(int(g), -1) for g in procs]
     return sorted(keys, key=lambda k: ((k[0] >> 24) & 0xFFFFFF, k[0], k[1]))
 
 
-def _host_devices(
-    gpu: pd.DataFrame, host: pd.DataFrame, keys: list[tuple[int, int]]
-) -> np.ndarray | None:
+def _host_devices(gpu: Columns, host: Columns, keys: list[tuple[int, int]]) -> np.ndarray | None:
     """Device each host row goes to (by correlation within its process), or None if trivial."""
-    if not len(host):
+    if not _n(host):
         return None
     lowest: dict[int, int] = {}
     for g, d in keys:
         lowest[g] = min(d, lowest.get(g, d))
-    fallback = host["_gpid"].map(lowest).fillna(-2).to_numpy(dtype=np.int64)
+    fallback = pd.Series(host["_gpid"]).map(lowest).fillna(-2).to_numpy(dtype=np.int64)
     if len(lowest) == len(keys):  # one device per process: no split needed
         return fallback
-    links = gpu.loc[gpu["correlation"] >= 0, ["_gpid", "correlation", "device"]]
-    links = links.drop_duplicates(["_gpid", "correlation"])
-    merged = host[["_gpid", "correlation"]].merge(links, how="left", on=["_gpid", "correlation"])
-    dev = merged["device"].to_numpy(dtype=np.float64)
-    return np.where(np.isnan(dev), fallback, dev).astype(np.int64)
+    links = pd.DataFrame(
+        {"_gpid": gpu["_gpid"], "correlation": gpu["correlation"], "device": gpu["device"]}
+    )
+    links = links[links["correlation"] >= 0].drop_duplicates(["_gpid", "correlation"])
+    calls = pd.DataFrame({"_gpid": host["_gpid"], "correlation": host["correlation"]})
+    dev = calls.merge(links, how="left", on=["_gpid", "correlation"])["device"]
+    dev_a = dev.to_numpy(dtype=np.float64)
+    return np.where(np.isnan(dev_a), fallback, dev_a).astype(np.int64)
 
 
 def _select(
-    df: pd.DataFrame,
+    cols: Columns,
     gpid: int,
     device: int | None,
     row_device: np.ndarray | None = None,
     want_device: int | None = None,
-) -> pd.DataFrame:
-    """Rows of one process (and device), without the helper columns."""
-    if not len(df):
-        return df.drop(columns=[c for c in df.columns if c.startswith("_")])
-    mask = np.ones(len(df), dtype=bool) if gpid < 0 else (df["_gpid"].to_numpy() == gpid)
-    if device is not None and "device" in df:
-        mask &= df["device"].to_numpy() == device
+) -> Columns:
+    """Rows of one process (and device), without the helper columns (``_`` prefix)."""
+    n = _n(cols)
+    mask = np.ones(n, dtype=bool) if gpid < 0 or not n else (cols["_gpid"] == gpid)
+    if device is not None and "device" in cols:
+        mask &= cols["device"] == device
     if row_device is not None:
         mask &= row_device == want_device
-    out = df if mask.all() else df[mask]
-    return out.drop(columns=[c for c in out.columns if c.startswith("_")])
+    keep = mask.all()
+    return {k: (v if keep else v[mask]) for k, v in cols.items() if not k.startswith("_")}
 
 
-def _short_names(gpu: pd.DataFrame, gpid: int, device: int) -> dict[str, str]:
+def _short_names(gpu: Columns, gpid: int, device: int) -> dict[str, str]:
     """``{demangled kernel name: shortName}`` for one trace's kernels."""
-    if not len(gpu) or "_short" not in gpu:
+    if not _n(gpu) or "_short" not in gpu:
         return {}
+    kind = gpu["kind"]
     mask = (
-        (gpu["kind"] == "kernel").to_numpy()
-        & (gpu["_gpid"].to_numpy() == gpid)
-        & (gpu["device"].to_numpy() == device)
+        (kind.codes == kind.categories.get_loc("kernel"))
+        & (gpu["_gpid"] == gpid)
+        & (gpu["device"] == device)
     )
-    name, short = gpu["name"].array, gpu["_short"].array
+    name, short = gpu["name"], gpu["_short"]
     width = len(short.categories) + 1
     key = name.codes[mask].astype(np.int64) * width + short.codes[mask].astype(np.int64) + 1
-    pairs = pd.unique(key)
     return {
         str(name.categories[k // width]): str(short.categories[k % width - 1])
-        for k in pairs.tolist()
+        for k in pd.unique(key).tolist()
         if k >= 0 and k % width > 0
     }
-
-
-def _columns(df: pd.DataFrame) -> dict[str, Any]:
-    """Column arrays for make_trace, keeping categoricals as Categorical (no re-interning)."""
-    out: dict[str, Any] = {}
-    for c in df.columns:
-        s = df[c]
-        out[c] = s.array if isinstance(s.dtype, pd.CategoricalDtype) else s.to_numpy()
-    return out
 
 
 def _assign_ranks(parts: list[_Part]) -> list[Trace]:
@@ -287,10 +297,10 @@ def _assign_ranks(parts: list[_Part]) -> list[Trace]:
         traces.append(
             make_trace(
                 meta,
-                gpu=_columns(p.gpu) if len(p.gpu.columns) else None,
-                host=_columns(p.host) if len(p.host.columns) else None,
-                annotations=_columns(p.annotations) if len(p.annotations.columns) else None,
-                counters=_columns(p.counters) if len(p.counters.columns) else None,
+                gpu=p.gpu or None,
+                host=p.host or None,
+                annotations=p.annotations or None,
+                counters=p.counters or None,
             )
         )
     return sorted(traces, key=lambda t: t.rank)

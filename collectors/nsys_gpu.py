@@ -187,15 +187,15 @@ def read_sync(db: NsysDb) -> Columns:
     return _rows(cols, "sync", categorical(db, types, transform=names))
 
 
-def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
+def read_gpu_activity(db: NsysDb) -> Columns:
     """All GPU rows of the export: kernels, memcpy, memset, sync, each in table (rowid) order.
 
     Columns are concatenated as arrays (one copy), a column a table lacks filled with ``-1`` /
-    missing, then wrapped in one DataFrame.
+    missing.  Empty dict when the export has no GPU activity table.
     """
     parts = [p for p in (read_kernels(db), read_memcpy(db), read_memset(db), read_sync(db)) if p]
     if not parts:
-        return pd.DataFrame()
+        return {}
     keys = list(dict.fromkeys(k for p in parts for k in p))
     sizes = [len(p["start_ns"]) for p in parts]
     out: dict[str, Any] = {}
@@ -211,4 +211,4 @@ def read_gpu_activity(db: NsysDb) -> pd.DataFrame:
                     for p, n in zip(parts, sizes, strict=True)
                 ]
             )
-    return pd.DataFrame(out, copy=False)
+    return out

@@ -73,10 +73,11 @@ def split_tid(global_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return gpid, pid, tid
 
 
-def read_api_calls(db: NsysDb) -> pd.DataFrame:
-    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``)."""
+def read_api_calls(db: NsysDb) -> dict[str, Any]:
+    """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``), as
+    column arrays in table order (empty dict when the table is absent)."""
     if not db.has(RUNTIME):
-        return pd.DataFrame()
+        return {}
     db.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
     classes = ", ".join(str(c) for c in API_CLASSES)
     has_class = "eventClass" in db.columns(RUNTIME)
@@ -94,13 +95,15 @@ def read_api_calls(db: NsysDb) -> pd.DataFrame:
     )
     gpid, pid, tid = split_tid(cols.pop("_gtid"))
     klass = cols.pop("_class")
-    df = pd.DataFrame(cols)
-    df["pid"] = pid
-    df["tid"] = tid
-    df["_gpid"] = gpid
-    df["name"] = categorical(db, cols["_name"], strip_version=True)
-    df["cat"] = categorical(db, np.where(klass < 0, 0, klass), transform=API_CLASSES)
-    return df.drop(columns=["_name"])
+    names = cols.pop("_name")
+    return {
+        **cols,
+        "pid": pid,
+        "tid": tid,
+        "_gpid": gpid,
+        "name": categorical(db, names, strip_version=True),
+        "cat": categorical(db, np.where(klass < 0, 0, klass), transform=API_CLASSES),
+    }
 
 
 def read_nvtx_ranges(db: NsysDb) -> pd.DataFrame:
