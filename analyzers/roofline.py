@@ -252,7 +252,8 @@ class RooflinePoint:
                 "key": self.key,
                 "name": self.name,
                 "calls": self.calls,
-                "time_ns": self.time_ns,
+                # ncu derives times from cycles / clock rate: the JSON's *_ns are integers
+                "time_ns": None if self.time_ns is None else round(self.time_ns),
                 "time_source": self.time_source,
                 "time_share": self.time_share,
                 "flop": dict(self.flop),
@@ -271,7 +272,7 @@ class RooflinePoint:
                 "bound": self.bound,
                 "pct_of_attainable": self.pct_of_attainable,
                 "pct_of_peak_bandwidth": self.pct_of_peak_bandwidth,
-                "headroom_ns": self.headroom_ns,
+                "headroom_ns": None if self.headroom_ns is None else round(self.headroom_ns),
                 "achieved_occupancy_pct": self.achieved_occupancy_pct,
                 "tensor_instructions": self.tensor_instructions,
                 "missing": list(self.missing),

@@ -40,6 +40,13 @@ NCU_HELP = (
     "added to the summary."
 )
 HTML_HELP = "Also write the self-contained HTML report to FILE."
+GPU_HELP = (
+    "GPU model whose peaks are the roofline ceilings of the --ncu report (a name from "
+    "`gpuscope roofline --list-gpus`); by default the file's own ceilings are used."
+)
+PEAKS_HELP = (
+    "A TOML file of GPU peak figures overriding the built-in table (see docs/efficiency.md)."
+)
 
 
 def _check_options(hta_version: str, html: Path | None, ncu: Path | None) -> None:
@@ -49,8 +56,6 @@ def _check_options(hta_version: str, html: Path | None, ncu: Path | None) -> Non
         )
     if html is not None and importlib.util.find_spec("reports.html") is None:
         raise UsageError("--html needs the HTML report module, not available yet")
-    if ncu is not None and importlib.util.find_spec("collectors.ncu") is None:
-        raise UsageError("--ncu needs the Nsight Compute reader, not available yet")
 
 
 def _load(paths: list[str]) -> list[Any]:
@@ -84,6 +89,8 @@ def run_analyze(
     hta_version: str = "0.6",
     ncu: Path | None = None,
     html: Path | None = None,
+    gpu: str | None = None,
+    peaks: Path | None = None,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
@@ -100,9 +107,15 @@ def run_analyze(
 
     extras: dict[str, Any] = {}
     if ncu is not None:
-        from collectors.ncu import read_ncu_csv  # type: ignore[import-not-found]
+        from collectors.ncu import read_ncu_csv
 
         extras["ncu"] = read_ncu_csv(ncu)
+    if gpu is not None:
+        extras["ncu_gpu"] = gpu
+    if peaks is not None:
+        from analyzers.gpu_peaks import load_peaks
+
+        extras["gpu_peaks"] = load_peaks(peaks)
     traces = _load(paths)
     options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
     summary = build_summary(traces, options, extras)
@@ -142,6 +155,10 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--ncu", metavar="FILE.csv", help=NCU_HELP)
         ] = None,
         html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HTML_HELP)] = None,
+        gpu: Annotated[str | None, typer.Option("--gpu", metavar="NAME", help=GPU_HELP)] = None,
+        peaks: Annotated[
+            Path | None, typer.Option("--peaks", metavar="FILE.toml", help=PEAKS_HELP)
+        ] = None,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -149,4 +166,4 @@ def register(app: typer.Typer) -> None:
         docs/metrics.md; the breakdown and overlap reproduce Holistic Trace Analysis (HTA)
         with exact times.
         """
-        run_analyze(paths, json_out, all_events, hta_version, ncu, html)
+        run_analyze(paths, json_out, all_events, hta_version, ncu, html, gpu, peaks)

@@ -227,7 +227,7 @@ def test_ncu_report_is_read_and_a_missing_one_exits_2(tmp_path: Path) -> None:
     assert str(csv) in out.read_text(encoding="utf-8")  # the report reached the sections
 
 
-HELP_OPTIONS = ["--json", "--all-events", "--hta-version", "--ncu", "--html"]
+HELP_OPTIONS = ["--json", "--all-events", "--hta-version", "--ncu", "--html", "--gpu", "--peaks"]
 
 
 def test_analyze_help_explains_every_option() -> None:
@@ -246,3 +246,25 @@ def test_top_level_help_lists_analyze() -> None:
     assert any(
         ln.strip().startswith("analyze") and len(ln.split()) > 2 for ln in proc.stdout.splitlines()
     )
+
+
+def test_gpu_option_takes_ncu_ceilings_from_the_named_gpu(tmp_path: Path) -> None:
+    trace = shared_path(*TRACE_FILTER)
+    csv = shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_gemm.csv")
+    out = tmp_path / "s.json"
+    proc = gpuscope("analyze", trace, "--ncu", csv, "--gpu", "A100 SXM4 80GB", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    ncu = json.loads(out.read_text(encoding="utf-8"))["ranks"][0]["roofline"]["ncu"]
+    assert ncu["gpu_peaks"].startswith("A100 SXM4 80")
+    # gpus.md: A100 SXM4 80 GB, FP32 19.5 TFLOP/s, HBM 2,039 GB/s
+    ceilings = ncu["kernels"][0]["ceilings"]
+    assert ceilings["flops_per_s"]["fp32"] == 19.5e12
+    assert ceilings["bytes_per_s"]["dram"] == 2039e9
+
+
+def test_bad_peaks_file_exits_2_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "peaks.toml"
+    bad.write_text("this is = = not toml\n", encoding="utf-8")
+    proc = gpuscope("analyze", shared_path(*TRACE_FILTER), "--peaks", bad)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert str(bad) in proc.stderr
