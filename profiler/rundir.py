@@ -60,9 +60,11 @@ def step_time_stats(times_ns: list[int]) -> dict[str, int] | None:
     }
 
 
-def _rank_entry(m: dict[str, Any]) -> dict[str, Any]:
+def _rank_entry(m: dict[str, Any], nvml: dict[str, Any]) -> dict[str, Any]:
     keep = {k: v for k, v in m.items() if k not in ("step_times_ns", "nvml", "schema_version")}
     keep["step_time"] = step_time_stats(list(m.get("step_times_ns") or []))
+    driver = (nvml.get(str(m.get("host"))) or {}).get("driver_version")
+    keep["versions"] = {**(m.get("versions") or {}), "driver": driver}
     return keep
 
 
@@ -98,7 +100,7 @@ def write_meta(
         "git": git,
         "world_size": max((int(m.get("world_size", 1)) for m in ranks), default=None),
         "hosts": sorted({str(m.get("host")) for m in ranks}),
-        "ranks": [_rank_entry(m) for m in ranks],
+        "ranks": [_rank_entry(m, nvml) for m in ranks],
         "nvml": nvml,
         "files": files or {},
         "notes": notes or [],

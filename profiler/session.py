@@ -489,7 +489,14 @@ class Session:
             from profiler.rundir import write_meta
 
             try:
-                write_meta(self.out_dir, command=list(sys.argv), exit_code=None)
+                write_meta(
+                    self.out_dir,
+                    command=list(sys.argv),
+                    exit_code=None,
+                    started_unix_ns=self._t0_unix,
+                    ended_unix_ns=self._unix(t),
+                    git=environment.git_info(),
+                )
             except Exception as e:
                 self._problem("meta.json", e)
 
