@@ -301,9 +301,13 @@ def side_from_summary(summary: Mapping[str, Any], label: str) -> Side:
     Raises:
         InputError: not a summary of schema_version 1, or a field of the wrong type.
     """
-    if summary.get("schema_version") != 1 or not isinstance(summary.get("ranks"), list):
+    if not isinstance(summary.get("ranks"), list) or "schema_version" not in summary:
+        raise InputError("not a gpuscope JSON summary (no schema_version/ranks)", path=label)
+    if summary["schema_version"] != 1:
         raise InputError(
-            "not a gpuscope JSON summary of schema_version 1 (no 'ranks' list)", path=label
+            f"summary schema_version {summary['schema_version']!r} is not supported "
+            "(this gpuscope reads schema_version 1)",
+            path=label,
         )
     ranks = [r for r in summary["ranks"] if isinstance(r, Mapping)]
     if not ranks:

@@ -11,8 +11,9 @@ applies, in this order (docs/compare.md "Kernel names"):
 1. collapse runs of whitespace to one space and strip the ends;
 2. drop a leading ``void `` (the return type of every demangled CUDA kernel);
 3. drop the trailing parameter list: a final ``( … )`` group (balanced) that directly follows an
-   identifier character or ``>`` — so ``Memcpy HtoD (Pinned -> Device)`` keeps its text;
-4. remove whitespace next to ``< > , ( ) * &`` (template-argument spacing);
+   identifier character or ``>`` — so ``Memcpy HtoD (Pinned -> Device)`` keeps its ``(…)``;
+4. remove whitespace before ``< > , ) * &`` and after ``< > , ( * &`` unless a ``(`` follows
+   (template-argument spacing; a space before ``(`` stays, so the result is a fixed point);
 5. drop integer-literal suffixes ``u l ul lu ll ull llu`` (any case) after a decimal number;
 6. drop generation-order numbers: a trailing ``_<digits>`` of names starting with ``triton``,
    the ``_f<i>_c<j>_r<k>_g<l>`` ids of ``nvfuser_*`` kernels, and the number of
@@ -24,7 +25,7 @@ are different kernels); so are tile configurations of library kernels (``…_128
     ``void k<4, at::Array<char*, 3> >(int, at::Array<char*, 3>)``  →  ``k<4,at::Array<char*,3>>``
     ``ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)``
     →  ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``
-    ``Memcpy HtoD (Pinned -> Device)``  →  ``Memcpy HtoD(Pinned ->Device)``
+    ``Memcpy HtoD (Pinned -> Device)``  →  ``Memcpy HtoD (Pinned ->Device)``
     ``triton_poi_fused_add_cos_sin_0``  →  ``triton_poi_fused_add_cos_sin``
     ``OpaqueType<4u>``  →  ``OpaqueType<4>``
 """
@@ -35,7 +36,8 @@ import re
 from functools import lru_cache
 
 _WS = re.compile(r"\s+")
-_PUNCT_WS = re.compile(r"\s*([<>,()*&])\s*")
+_WS_BEFORE = re.compile(r"\s+(?=[<>,)*&])")
+_WS_AFTER = re.compile(r"(?<=[<>,(*&])\s+(?!\()")
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|llu|ul|lu|ll|u|l)\b", re.IGNORECASE)
 _TRITON = re.compile(r"^(triton\w*?)_\d+$")
 _NVFUSER = re.compile(r"^(nvfuser_[A-Za-z]+)_f\d+_c\d+_r\d+_g\d+$")
@@ -70,7 +72,7 @@ def normalize_kernel_name(name: str | None) -> str:
     if s.startswith("void "):
         s = s[5:]
     s = _strip_parameter_list(s)
-    s = _PUNCT_WS.sub(r"\1", s)
+    s = _WS_AFTER.sub("", _WS_BEFORE.sub("", s))
     s = _INT_SUFFIX.sub(r"\1", s)
     for pattern in (_TRITON, _NVFUSER, _CODEGEN):
         m = pattern.match(s)
