@@ -34,7 +34,7 @@ from reports.html_page import (
     table,
 )
 from reports.html_payload import build_payload
-from reports.html_series import MAX_BREAKDOWN_RANKS, MAX_BREAKDOWN_STEPS
+from reports.html_series import MAX_BREAKDOWN_RANKS, MAX_BREAKDOWN_STEPS, MAX_COUNTER_POINTS
 
 PLOTLYJS_MODES = ("inline", "cdn")
 
@@ -364,8 +364,13 @@ def _counters(p: Mapping[str, Any], frags: Mapping[str, str]) -> str:
     msg = []
     if c["decimated"]:
         msg.append(
-            "Series down-sampled (min-max buckets, ≤ 1000 points per series); full "
-            "resolution in RUN/counters/<host>.csv.gz or gpuscope export --perfetto."
+            f"Series down-sampled (min-max buckets, ≤ 1000 points per series, "
+            f"≤ {MAX_COUNTER_POINTS:,} in all); full resolution in RUN/counters/<host>.csv.gz "
+            "or gpuscope export --perfetto."
+        )
+    if len(c["throttle"]) < c["throttle_total"]:
+        msg.append(
+            f"{len(c['throttle'])} of {c['throttle_total']} throttle bands drawn (the longest)."
         )
     if len(c["step_marks"]) < c["step_marks_total"]:
         msg.append(f"{len(c['step_marks'])} of {c['step_marks_total']} step marks drawn.")

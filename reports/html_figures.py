@@ -220,7 +220,10 @@ def roofline_figure(roof: Mapping[str, Any] | None) -> go.Figure | None:
 
 
 def counters_figure(counters: Mapping[str, Any] | None) -> go.Figure | None:
-    """NVML counters over time, one subplot per unit, step marks and throttle bands."""
+    """NVML counters over time, one subplot per unit, step marks and throttle bands.
+
+    Drawn values are rounded (x to the µs, y to 5 significant digits); the payload keeps them
+    as the summary has them."""
     if not counters or not counters.get("series"):
         return None
     groups = [g for g in COUNTER_GROUPS if any(s["field"] in g[2] for s in counters["series"])]
@@ -239,8 +242,8 @@ def counters_figure(counters: Mapping[str, Any] | None) -> go.Figure | None:
                 continue
             fig.add_trace(
                 go.Scatter(
-                    x=[t / 1e9 for t in s["t_ns"]],
-                    y=[v * scale for v in s["value"]],
+                    x=[round(t / 1e9, 6) for t in s["t_ns"]],
+                    y=[float(f"{v * scale:.5g}") for v in s["value"]],
                     mode="lines",
                     line={"width": 1},
                     name=esc(f"{s['host']} gpu{s['device']} {s['field']}"),

@@ -4,7 +4,9 @@ Large runs are reduced before plotting (docs/report.md §5): the breakdown shows
 :data:`MAX_BREAKDOWN_STEPS` steps and :data:`MAX_BREAKDOWN_RANKS` ranks (evenly spaced,
 first and last included; exact values), the heatmap averages consecutive steps into at most
 :data:`MAX_HEATMAP_STEPS` columns, and the counter timeline draws at most
-:data:`MAX_STEP_MARKS` step markers.  NVML series arrive decimated from the summary.
+:data:`MAX_STEP_MARKS` step markers, :data:`MAX_THROTTLE_BANDS` throttle bands (the longest) and
+:data:`MAX_COUNTER_POINTS` counter points: NVML series arrive decimated from the summary (at most
+1000 points each) and are decimated again, to an equal share each, when there are many.
 """
 
 from __future__ import annotations
@@ -15,11 +17,17 @@ from typing import Any
 import numpy as np
 
 from reports.html_metrics import Summary, rank_step_rows
+from reports.series_sections import decimate
 
 MAX_BREAKDOWN_STEPS = 50
 MAX_BREAKDOWN_RANKS = 16
 MAX_HEATMAP_STEPS = 500
 MAX_STEP_MARKS = 200
+MAX_COUNTER_POINTS = 40_000
+"""Counter points drawn in all; beyond it every series is decimated again to an equal share."""
+MIN_SERIES_POINTS = 20
+MAX_THROTTLE_BANDS = 500
+"""Throttle bands drawn in all (the longest)."""
 
 BREAKDOWN_PARTS = ("compute_ns", "exposed_comm_ns", "memory_other_ns", "idle_ns")
 
@@ -116,11 +124,25 @@ def counters(summary: Summary) -> dict[str, Any] | None:
         ]
     marks = sorted(set(marks))
     shown_marks = evenly(list(range(len(marks))), MAX_STEP_MARKS)
+    total = sum(len(s["t_ns"]) for s in series)
+    if total > MAX_COUNTER_POINTS:
+        cap = max(MIN_SERIES_POINTS, MAX_COUNTER_POINTS // len(series))
+        for s in series:
+            keep = decimate(np.asarray(s["t_ns"]), np.asarray(s["value"], dtype=float), cap)
+            if len(keep) < len(s["t_ns"]):
+                s["t_ns"] = [s["t_ns"][i] for i in keep]
+                s["value"] = [s["value"][i] for i in keep]
+                s["decimated"] = True
+    if len(bands) > MAX_THROTTLE_BANDS:
+        bands = sorted(bands, key=lambda b: b["start_ns"] - b["end_ns"])[:MAX_THROTTLE_BANDS]
     return {
         "t0_unix_ns": t0,
         "series": series,
         "step_marks": [{"t_ns": marks[i][0], "step": marks[i][1]} for i in shown_marks],
         "step_marks_total": len(marks),
-        "throttle": bands,
+        "throttle": sorted(bands, key=lambda b: (b["host"], b["device"], b["start_ns"])),
+        "throttle_total": sum(
+            len(h.get("throttle") or []) + int(h.get("throttle_bands_dropped") or 0) for h in hosts
+        ),
         "decimated": any(s["decimated"] for s in series),
     }

@@ -190,3 +190,30 @@ def test_report_places_nodes_on_one_time_axis() -> None:
     assert not c["decimated"]
     assert counters({"ranks": [], "run": {"nvml": []}}) is None
     assert math.isclose(c["series"][0]["value"][1], 2.0)
+
+
+def test_report_decimates_again_when_all_series_exceed_the_point_budget() -> None:
+    from reports.html_series import MAX_COUNTER_POINTS
+
+    n = 1000
+    series = [
+        {
+            "device": d,
+            "field": f"f{k}",
+            "samples": n,
+            "decimated": False,
+            "t_ns": list(range(0, n * 10, 10)),
+            "value": [float(i % 97) for i in range(n)],
+        }
+        for d in range(8)
+        for k in range(10)
+    ]  # 80 series × 1000 points
+    c = counters(
+        {"ranks": [], "run": {"nvml": [{"host": "a", "t0_unix_ns": T0, "series": series}]}}
+    )
+    share = MAX_COUNTER_POINTS // 80  # 500 points each: 250 buckets of four samples
+    for s in c["series"]:
+        assert s["decimated"] and len(s["t_ns"]) <= share
+        assert max(s["value"]) == 96.0 and min(s["value"]) == 0.0
+        assert s["t_ns"] == sorted(s["t_ns"])
+    assert sum(len(s["t_ns"]) for s in c["series"]) <= MAX_COUNTER_POINTS
