@@ -29,7 +29,6 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from analyzers.gate_metrics import METRICS, CallStats, MetricValue, metric_of
 from analyzers.gate_rules import GateRules, MetricRule
@@ -151,6 +150,8 @@ def _evidence(
     delta: float,
 ) -> tuple[float, Test, int, int] | str:
     """(p, test, n_current, n_baseline) of the first applicable test, or why none applies."""
+    from scipy import stats  # imported here: it costs seconds, and only the gate needs it
+
     alt = _alternative(lower_is_better, test_worse)
     pooled = [s for b in base for s in b.samples]
     if len(cur.samples) >= rules.min_samples and len(pooled) >= rules.min_samples:
