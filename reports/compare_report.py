@@ -33,7 +33,8 @@ HTML_ROWS = 200
 """Entries per view in the HTML tables."""
 WATERFALL_BARS = 15
 TOP_KERNELS = 15
-PLOTLYJS_MODES = ("inline", "cdn")
+PLOTLYJS_MODES = ("inline", "cdn", "none")
+"""``none``: for a section placed in a page that already loads plotly.js."""
 
 VIEW_TITLES = {
     "kernel": "kernel",
@@ -440,10 +441,10 @@ def kernels_figure(doc: Mapping[str, Any]) -> Any:
         template="plotly_white",
         barmode="group",
         height=max(260, 60 + 40 * len(rows)),
-        margin={"l": 20, "r": 20, "t": 30, "b": 40},
+        margin={"l": 20, "r": 20, "t": 50, "b": 40},
         xaxis={"title": {"text": "total time over the compared part (ms)"}},
         yaxis={"autorange": "reversed", "automargin": True},
-        legend={"orientation": "h", "y": 1.06, "x": 0},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         font={"size": 12},
     )
     return fig
@@ -525,13 +526,30 @@ def _entries_table(doc: Mapping[str, Any], view: str) -> str:
     return table(f"cmp-{view}", cols, _rows(doc, view))
 
 
+def _fragments(figs: list[tuple[str, Any]], plotlyjs: str) -> dict[str, str]:
+    """``{div_id: html}``; plotly.js travels with the first figure (inline or cdn), or not."""
+    import plotly.io as pio
+
+    from reports.html_figures import CONFIG
+
+    out = {}
+    for i, (div_id, fig) in enumerate(figs):
+        include: bool | str = False
+        if i == 0 and plotlyjs != "none":
+            include = True if plotlyjs == "inline" else "cdn"
+        out[div_id] = pio.to_html(
+            fig, full_html=False, include_plotlyjs=include, div_id=div_id, config=CONFIG
+        )
+    return out
+
+
 def render_section(doc: Mapping[str, Any], by: str = "kernel", plotlyjs: str = "inline") -> str:
-    """The comparison as HTML ``<section>`` elements (plotly.js once, with the first figure).
+    """The comparison as HTML ``<section>`` elements (plotly.js once, with the first figure,
+    unless *plotlyjs* is ``none``); ids start ``cmp-`` so the sections fit in another page.
 
     Raises:
         UsageError: an unknown *plotlyjs* mode or view.
     """
-    from reports.html_figures import fragments
     from reports.html_page import esc, no_data, note, section
 
     if plotlyjs not in PLOTLYJS_MODES:
@@ -548,7 +566,7 @@ def render_section(doc: Mapping[str, Any], by: str = "kernel", plotlyjs: str = "
     sf = steps_figure(doc)
     if sf is not None:
         figs.append(("cmp-steps", sf))
-    frags = fragments(figs, plotlyjs)
+    frags = _fragments(figs, plotlyjs)
 
     head = "".join(
         f"<div><b>{esc(k)}</b></div><div>{esc(val)}</div>"

@@ -103,36 +103,51 @@ CUR_OPS = [
 ]
 
 
-def base_trace(rank: int = 0) -> Trace:
-    return build(
-        [(1000, 2000), (2000, 3000)],
-        [
-            k("gemm", 1100, 1400, 1050, 1),
-            k("gemm", 2100, 2400, 2050, 2),
-            k("relu", 2500, 2600, 2450, 3),
-            k("late", 2000, 2200, 1950, 4, stream=8),
-            k("pre", 500, 600, 450),
-        ],
-        BASE_OPS,
-        [("fwd", "user", 1010, 1500), ("fwd", "gpu_user", 1100, 1400)],
-        rank=rank,
+def scaled(trace_args: tuple[Any, ...], scale: int) -> tuple[Any, ...]:
+    """The arguments of :func:`build` with every time multiplied by *scale*."""
+    steps, kernels, ops, anns = trace_args
+    t = {"start", "end", "launch"}
+    return (
+        [(s * scale, e * scale) for s, e in steps],
+        [{k: v * scale if k in t and v is not None else v for k, v in x.items()} for x in kernels],
+        [(x, n, d, s * scale, e * scale) for x, n, d, s, e in ops],
+        [(n, kd, s * scale, e * scale) for n, kd, s, e in anns],
     )
 
 
-def current_trace(rank: int = 0) -> Trace:
-    return build(
-        [(1000, 2100), (2100, 3300)],
-        [
-            k("gemm", 1100, 1460, 1050, 11),
-            k("gemm", 2200, 2560, 2150, 12),
-            k("softmax", 2600, 2720, 2580, 13),
-            k("late", 2100, 2300, 2050, 14, stream=8),
-            k("pre", 500, 600, 450),
-        ],
-        CUR_OPS,
-        [("fwd", "user", 1010, 1600), ("fwd", "gpu_user", 1100, 1460)],
-        rank=rank,
-    )
+BASE_ARGS = (
+    [(1000, 2000), (2000, 3000)],
+    [
+        k("gemm", 1100, 1400, 1050, 1),
+        k("gemm", 2100, 2400, 2050, 2),
+        k("relu", 2500, 2600, 2450, 3),
+        k("late", 2000, 2200, 1950, 4, stream=8),
+        k("pre", 500, 600, 450),
+    ],
+    BASE_OPS,
+    [("fwd", "user", 1010, 1500), ("fwd", "gpu_user", 1100, 1400)],
+)
+CUR_ARGS = (
+    [(1000, 2100), (2100, 3300)],
+    [
+        k("gemm", 1100, 1460, 1050, 11),
+        k("gemm", 2200, 2560, 2150, 12),
+        k("softmax", 2600, 2720, 2580, 13),
+        k("late", 2100, 2300, 2050, 14, stream=8),
+        k("pre", 500, 600, 450),
+    ],
+    CUR_OPS,
+    [("fwd", "user", 1010, 1600), ("fwd", "gpu_user", 1100, 1460)],
+)
+
+
+def base_trace(rank: int = 0, scale: int = 1) -> Trace:
+    """BASE of the hand case; *scale* multiplies every time (for ms-sized printouts)."""
+    return build(*scaled(BASE_ARGS, scale), rank=rank)
+
+
+def current_trace(rank: int = 0, scale: int = 1) -> Trace:
+    return build(*scaled(CUR_ARGS, scale), rank=rank)
 
 
 def sides(base: list[Trace], cur: list[Trace], options: AnalysisOptions = ALL) -> Any:
