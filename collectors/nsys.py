@@ -191,7 +191,9 @@ def _read_file(path: Path, order: int) -> list[_Part]:
                     "export_schema_version": base["source_version"],
                     "process": {"pid": pid, "name": pname, "global_pid": gpid},
                     "device_id": dev,
-                    "threads": threads.get(gpid, {}),
+                    "threads": [
+                        {"tid": t, "name": n} for t, n in sorted(threads.get(gpid, {}).items())
+                    ],
                     "kernel_short_names": _short_names(gpu, gpid, dev),
                     "notes": list(notes),
                 },
