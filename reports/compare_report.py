@@ -210,11 +210,15 @@ def total_line(doc: Mapping[str, Any]) -> str:
     b, c = doc["base"], doc["current"]
     what = "step time" if doc["mode"] != "span" else "GPU span"
     u = _unit(doc["mode"])
+
+    def units(n: int) -> str:
+        return f"{n} {u}{'s' if n != 1 else ''}"
+
     return (
-        f"{what}: BASE {_ms(b['total_ns'])} ms over {b['units']} {u}s → CURRENT "
-        f"{_ms(c['total_ns'])} ms over {c['units']} {u}s; ΔT = {_ms(doc['total_change_ns'], True)}"
-        f" ms ({_pct(doc['total_change_pct'])} %); mean per {u} {_ms(b['mean_ns'])} → "
-        f"{_ms(c['mean_ns'])} ms"
+        f"{what}: BASE {_ms(b['total_ns'])} ms over {units(b['units'])} → CURRENT "
+        f"{_ms(c['total_ns'])} ms over {units(c['units'])}; ΔT = "
+        f"{_ms(doc['total_change_ns'], True)} ms ({_pct(doc['total_change_pct'])} %); mean per "
+        f"{u} {_ms(b['mean_ns'])} → {_ms(c['mean_ns'])} ms"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -179,5 +180,30 @@ def test_different_real_runs_are_paired_and_explained_in_one_line() -> None:
     assert result.rank_pairs == ((1, 0),)
     assert any(n.startswith("no rank id on both sides") for n in result.notes)
     assert all("\n" not in n for n in result.notes)
+    for v in result.views:
+        assert sum(e.delta_ns for e in v.entries) + v.other_ns == result.total_change_ns
+
+
+def test_nsys_against_kineto_runs_and_says_what_differs() -> None:
+    """Nsight Systems export (no ProfilerSteps, no cpu_op rows) against a Kineto trace."""
+    nsys = shared_path("nsys", "nsys2024.6.2.25__Fuser__report2.sqlite")
+    kineto = shared_path("kineto", "hta", "ns_resolution_trace")
+    result = _run(nsys, kineto, all_events=False)
+    assert result.mode == "span"
+    # BASE's T: the GPU span, straight from the export's activity tables
+    with sqlite3.connect(nsys) as db:
+        lo, hi = db.execute(
+            "SELECT min(start), max(end) FROM (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"
+            " UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+            " UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET"
+            " UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)"
+        ).fetchone()
+    assert result.base.total_ns == hi - lo
+    assert result.base.formats == ("nsys",) and result.current.formats == ("kineto",)
+    assert any(n.startswith("BASE is Nsight Systems, CURRENT Kineto") for n in result.notes)
+    assert any(n.startswith("no ProfilerSteps in BASE rank 0") for n in result.notes)
+    assert not result.view("op").entries or all(
+        e.status == "added" for e in result.view("op").entries
+    )
     for v in result.views:
         assert sum(e.delta_ns for e in v.entries) + v.other_ns == result.total_change_ns
