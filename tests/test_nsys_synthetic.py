@@ -202,6 +202,7 @@ def test_mpi_rank_thread_names_give_the_ranks(tmp_path: Path) -> None:
         (0, 200, "nsys"),
         (1, 100, "nsys"),
     ]
+    assert traces[0].meta.extra["threads"] == [{"tid": 200, "name": "MPI Rank 0"}]
 
 
 def test_launcher_rank_variable_in_the_captured_environment_gives_the_rank(tmp_path: Path) -> None:
