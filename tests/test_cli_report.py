@@ -191,3 +191,14 @@ def test_export_of_a_run_directory_includes_its_nvml_counters(
     files = sorted((SAMPLES / "synthetic_2rank").glob("rank-*.json.gz"))
     assert main(["export", "--perfetto", str(out), "--force", *map(str, files)]) == 0
     assert not [e for e in json.loads(out.read_text())["traceEvents"] if e["pid"] == NVML_PID]
+
+
+def test_analyze_html_renders_the_summary_it_writes(tmp_path: Path) -> None:
+    from reports.html_payload import build_payload
+
+    js, html = tmp_path / "s.json", tmp_path / "r.html"
+    proc = gpuscope("analyze", SAMPLES / "synthetic_2rank", "--json", js, "--html", html)
+    assert proc.returncode == 0, proc.stderr
+    assert f"Wrote {html}" in proc.stdout
+    summary = json.loads(js.read_text())
+    assert payload(html) == json.loads(json.dumps(build_payload(summary)))
