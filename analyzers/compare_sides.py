@@ -18,8 +18,10 @@ A side is built from traces (:func:`side_from_traces`) or from a JSON summary
                 :func:`~analyzers.name_normalize.normalize_kernel_name`;     (same correlation)
                 time = end − start                                           else GPU start
     op          the same GPU events, each given to the ``cpu_op`` whose      as kernel
-                ``external_id`` equals the launching runtime call's; key =
-                op name + ``input_dims``; counted per op call
+                ``external_id`` equals the launching runtime call's (else
+                the innermost ``cpu_op`` around the launch on its thread;
+                ``ProfilerStep#*`` excluded); key = op name +
+                ``input_dims``; counted per op call
     collective  ``Trace.collectives`` rows whose first GPU row is in the     launch, else GPU
                 window; key = collective + ``message_bytes``; time =          start
                 ``duration_ns``
@@ -133,26 +135,86 @@ def _lookup(keys: np.ndarray, values: np.ndarray, order: np.ndarray, query: Any)
     return s.reindex(np.asarray(query), fill_value=-1).to_numpy(dtype=np.int64, copy=True)
 
 
-def _launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(launch start, launching call's external id) per correlation id; -1 where unknown."""
+def _launches(trace: Trace, corr: np.ndarray) -> dict[str, np.ndarray]:
+    """Per correlation id, the launching host call's ``start_ns``, ``external_id``, ``pid`` and
+    ``tid`` (the earliest call with that id); -1 where there is none."""
     h = trace.host
     is_launch = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
     h_corr = h["correlation"].to_numpy()
     m = is_launch & (h_corr >= 0)
     order = np.argsort(h["start_ns"].to_numpy()[m], kind="stable")
-    t = _lookup(h_corr[m], h["start_ns"].to_numpy()[m], order, corr)
-    e = _lookup(h_corr[m], h["external_id"].to_numpy()[m], order, corr)
-    return t, e
+    return {
+        c: _lookup(h_corr[m], h[c].to_numpy()[m], order, corr)
+        for c in ("start_ns", "external_id", "pid", "tid")
+    }
 
 
-def _op_view(trace: Trace, acts: pd.DataFrame, t: np.ndarray, ext: np.ndarray) -> pd.DataFrame:
+def innermost_range(
+    starts: np.ndarray, ends: np.ndarray, groups: np.ndarray, t: np.ndarray, t_groups: np.ndarray
+) -> np.ndarray:
+    """Position of the innermost range ``[start, end)`` of the same group containing each
+    instant (the latest-starting one that contains it), or -1.
+
+    Ranges of one group (a host thread) nest or are disjoint, as a thread's call stack is.
+    """
+    out = np.full(len(t), -1, dtype=np.int64)
+    for g in np.unique(t_groups[t >= 0]):
+        rows = np.flatnonzero(groups == g)
+        sel = np.flatnonzero((t_groups == g) & (t >= 0))
+        if not rows.size:
+            continue
+        rows = rows[np.lexsort((-ends[rows], starts[rows]))]
+        s, e = starts[rows], ends[rows]
+        reach = np.maximum.accumulate(e)
+        tt = t[sel]
+        pos = np.searchsorted(s, tt, side="right") - 1
+        hit = (pos >= 0) & (e[np.maximum(pos, 0)] > tt)
+        out[sel[hit]] = rows[pos[hit]]
+        for j in np.flatnonzero(~hit & (pos > 0)).tolist():
+            # walk out from the latest-starting range to the first that still runs at t; stop
+            # when no earlier range ends after t (prefix maximum of the ends)
+            k, tj = int(pos[j]), int(tt[j])
+            while k > 0 and reach[k - 1] > tj:
+                k -= 1
+                if e[k] > tj:
+                    out[sel[j]] = rows[k]
+                    break
+    return out
+
+
+def _prefix_mask(col: pd.Series, prefix: str) -> np.ndarray:
+    """Rows whose name starts with *prefix* (each distinct name tested once)."""
+    names = _names(col)
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    hits = np.array([u.startswith(prefix) for u in uniq.tolist()], dtype=bool)
+    return hits[inv] if len(names) else np.zeros(0, dtype=bool)
+
+
+def _op_view(
+    trace: Trace, acts: pd.DataFrame, t: np.ndarray, launch: dict[str, np.ndarray]
+) -> pd.DataFrame:
     h = trace.host
-    is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool) & (h["external_id"].to_numpy() >= 0)
-    ops = h[is_op]
+    is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool)
+    ops = h[is_op & ~_prefix_mask(h["name"], "ProfilerStep#")]
+    op_ext = ops["external_id"].to_numpy()
     pos = np.arange(len(ops), dtype=np.int64)
-    order = np.argsort(ops["start_ns"].to_numpy(), kind="stable")
-    op = _lookup(ops["external_id"].to_numpy(), pos, order, ext)
+    with_ext = op_ext >= 0
+    order = np.argsort(ops["start_ns"].to_numpy()[with_ext], kind="stable")
+    ext = launch["external_id"]
+    op = _lookup(op_ext[with_ext], pos[with_ext], order, ext)
     op[ext < 0] = -1
+    # no op with the launch's external id: the innermost op around the launch on its thread
+    miss = (op < 0) & (launch["start_ns"] >= 0)
+    if miss.any() and len(ops):
+        key = ops["pid"].to_numpy() * (1 << 32) + ops["tid"].to_numpy()
+        t_key = launch["pid"][miss] * (1 << 32) + launch["tid"][miss]
+        op[miss] = innermost_range(
+            ops["start_ns"].to_numpy(),
+            ops["end_ns"].to_numpy(),
+            key,
+            launch["start_ns"][miss],
+            t_key,
+        )
     keep = op >= 0
     op = op[keep]
     op_names = _names(ops["name"])[op]
@@ -217,8 +279,8 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
     g = gpu_events(trace, options)
     span = temporal_breakdown(trace, options).span_ns if len(g) else None
     acts = g[np.asarray(g["kind"].isin(GPU_ACTIVITY_KINDS), dtype=bool)]
-    launch_t, launch_ext = _launches(trace, acts["correlation"].to_numpy())
-    t = np.where(launch_t >= 0, launch_t, acts["start_ns"].to_numpy())
+    launch = _launches(trace, acts["correlation"].to_numpy())
+    t = np.where(launch["start_ns"] >= 0, launch["start_ns"], acts["start_ns"].to_numpy())
     names = _names(acts["name"])
     kernel = _events(
         _kernel_keys(names),
@@ -231,7 +293,7 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
     lo, hi = (w.start_ns, w.end_ns) if w.filtered else (None, None)
     events = {
         "kernel": kernel,
-        "op": _op_view(trace, acts, t, launch_ext),
+        "op": _op_view(trace, acts, t, launch),
         "collective": _collective_view(trace, g.index),
         "annotation": _annotation_view(trace, lo, hi),
     }

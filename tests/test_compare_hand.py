@@ -378,3 +378,31 @@ def test_step_samples_are_the_slowest_rank_of_each_step() -> None:
     df0 = pd.DataFrame({"step": [1, 2], "duration_ns": [100, 300]})
     df1 = pd.DataFrame({"step": [1, 2], "duration_ns": [150, 200]})
     assert step_distribution([(0, df0), (1, df1)]).samples_ns == (150.0, 300.0)
+
+
+def test_ops_without_a_shared_external_id_are_found_around_the_launch() -> None:
+    """Launch rows without the op's external id: the innermost cpu_op around the launch."""
+    ops = [(1, "aten::linear", "[[8,8]]", 0, 100), (2, "aten::addmm", "[[8,8]]", 10, 50)]
+    steps = [(0, 200)]
+    base = build(steps, [k("gemm", 110, 140, 20), k("bias", 140, 150, 60)], ops)
+    cur = build(steps, [k("gemm", 110, 150, 20), k("bias", 150, 160, 60)], ops)
+    got = {
+        e.key: (e.base_total_ns, e.current_total_ns)
+        for e in compare(*sides([base], [cur])).view("op").entries
+    }
+    # launch at 20 is inside addmm (inner) and linear; launch at 60 only inside linear
+    assert got == {"aten::addmm [[8,8]]": (30, 40), "aten::linear [[8,8]]": (10, 10)}
+
+
+def test_innermost_range_per_thread() -> None:
+    import numpy as np
+
+    from analyzers.compare_sides import innermost_range
+
+    # thread 1: [0,100) ⊃ [10,50) ⊃ [20,30), then [60,70); thread 2: [0,1000)
+    starts = np.array([0, 10, 20, 60, 0])
+    ends = np.array([100, 50, 30, 70, 1000])
+    groups = np.array([1, 1, 1, 1, 2])
+    t = np.array([25, 40, 55, 65, 80, 100, 5, 25, -1])
+    tg = np.array([1, 1, 1, 1, 1, 1, 2, 3, 1])
+    assert innermost_range(starts, ends, groups, t, tg).tolist() == [2, 1, 0, 3, 0, -1, 4, -1, -1]
