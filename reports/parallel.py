@@ -535,6 +535,31 @@ def _cached_entry_bytes(unit: Unit, cache_root: str | None) -> int | None:
     return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
 
 
+def _results_cached(
+    units: Sequence[Unit],
+    options: AnalysisOptions,
+    extras: Mapping[str, Any],
+    cache_root: str | None,
+) -> bool:
+    """True when every unit's per-rank results are in the cache, as far as is known without
+    hashing a file (a process pool would then cost more than it saves)."""
+    if cache_root is None or not units:
+        return False
+    from collectors.cache import TraceCache
+
+    cache = TraceCache(cache_root)
+    for u in units:
+        if u.reps or any(cache.known_digest(p) is None for p in u.paths):
+            return False
+        try:
+            rkey = _result_key(cache.key(u.kind, list(u.paths)), options, extras)
+        except OSError:
+            return False
+        if rkey is None or not (cache.results.path(rkey) / "manifest.json").is_file():
+            return False
+    return True
+
+
 def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
     """Planned peak RSS of a worker running *unit* (module constants; docs/scale.md §3)."""
     try:
@@ -550,15 +575,20 @@ def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
     return int(WORKER_BASE_BYTES + work)
 
 
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def pool_size(
     units: Sequence[Unit], requested: int | None, cache_root: str | None
 ) -> tuple[int, int, int, list[str]]:
     """(workers, planned peak per worker, available memory, notes) for the local pool."""
     notes = []
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
+    cpus = _cpus()
     peak = max((estimate_peak_bytes(u, cache_root) for u in units), default=WORKER_BASE_BYTES)
     avail = available_memory_bytes()
     by_memory = max(1, math.floor(avail * MEMORY_HEADROOM / peak))
@@ -722,7 +752,12 @@ def analyze_paths(
     elif scheduler in (None, "processes", "sync", "local"):
         n, _peak, _avail, size_notes = pool_size(units, workers, cache_root)
         notes += size_notes
-        if scheduler == "sync" or (scheduler != "processes" and (n == 1 or len(units) == 1)):
+        cached = scheduler is None and _results_cached(units, options, extras, cache_root)
+        if cached:
+            notes.append("every input's per-rank results are cached: read in this process")
+        if scheduler == "sync" or (
+            scheduler != "processes" and (n == 1 or len(units) == 1 or cached)
+        ):
             mode, n = "in-process", 1
             for i, u in enumerate(units):
                 done(run_unit(u, i, *args, measure=False))
