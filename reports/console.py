@@ -164,6 +164,8 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
         return
     for r in ranks[:DETAIL_RANKS]:
         console.print(_window_line(r))
+        for note in r.get("notes") or []:
+            console.print(f"rank {r['rank']}: note: {note}", markup=False)
     if len(ranks) > 1:
         console.print(ranks_table(ranks))
     for r in ranks[:DETAIL_RANKS]:

@@ -113,3 +113,9 @@ def steps(
         {c: int(v) for c, v in zip(STEP_COLUMNS, row, strict=True)}
         for row in df.itertuples(index=False)
     ]
+
+
+def notes(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> list[str] | None:
+    """One-line notes the collector left about this rank (e.g. "no kernels captured"), or None."""
+    n = trace.meta.extra.get("notes")
+    return [str(x) for x in n] if n else None

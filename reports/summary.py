@@ -27,6 +27,7 @@ SCHEMA_VERSION = 1
 
 RANK_SECTIONS: list[tuple[str, str]] = [
     ("device", "reports.core_sections:device"),
+    ("notes", "reports.core_sections:notes"),
     ("window", "reports.core_sections:window"),
     ("kernel_summary", "reports.core_sections:kernel_summary"),
     ("temporal", "reports.core_sections:temporal"),
