@@ -311,6 +311,11 @@ def _energy(
                 if v is not None:
                     figures.append(v)
                     break
+    if not figures:  # the report's run section: one figure per node (docs/report.md)
+        for node in (summary.get("run") or {}).get("nvml") or []:
+            v = _num(node.get("energy_per_step_mj")) if isinstance(node, Mapping) else None
+            if v is not None:
+                figures.append(v)
     if not figures:
         return None
     return MetricValue("energy_per_step_mj", "energy_per_step_mj", float(sum(figures)))

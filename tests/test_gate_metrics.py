@@ -240,3 +240,9 @@ def test_every_metric_is_documented_with_its_default_threshold() -> None:
         assert f"`{name}`" in doc, name
         assert spec.warn <= spec.fail
         assert math.isfinite(spec.floor)
+
+
+def test_energy_from_the_run_sections_nvml_nodes_is_summed() -> None:
+    s = make_summary([[100, 100]])
+    s["run"] = {"nvml": [{"energy_per_step_mj": 700.0}, {"energy_per_step_mj": 800.5}]}
+    assert extract_metrics(s)["energy_per_step_mj"].value == 1500.5
