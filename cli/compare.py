@@ -8,6 +8,7 @@ BASE and CURRENT are each a trace file, a directory of per-rank traces, a run di
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -119,7 +120,16 @@ def run_compare(
     from analyzers.compare import compare
     from reports.compare_report import comparison_to_dict, print_comparison, write_html, write_json
 
-    result = compare(load_side(base, all_events), load_side(current, all_events))
+    sides = (load_side(base, all_events), load_side(current, all_events))
+    result = compare(*sides)
+    if all_events:
+        frozen = [n for n, s in zip(("BASE", "CURRENT"), sides, strict=True) if s.aggregated]
+        if frozen:
+            line = (
+                f"--all-events does not change {' and '.join(frozen)}: a JSON summary keeps "
+                "the window it was written with"
+            )
+            result = dataclasses.replace(result, notes=(*result.notes, line))
     doc = comparison_to_dict(result, by)
     written = []
     if json_out is not None:

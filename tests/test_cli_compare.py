@@ -87,9 +87,15 @@ def test_summary_run_directory_and_trace_directory_inputs(tmp_path: Path) -> Non
     only = tmp_path / "only"
     only.mkdir()
     shutil.copy(summary, only / "summary.json")
-    proc = gpuscope("compare", only, src, "--json", out, "--by", "step")
+    proc = gpuscope("compare", only, src, "--json", out, "--by", "step", "--all-events")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["base"]["kind"] == "summary"
+    doc = json.loads(out.read_text())
+    assert doc["base"]["kind"] == "summary"
+    assert (
+        "--all-events does not change BASE: a JSON summary keeps the window it was written "
+        "with" in doc["notes"]
+    )
+    assert "step (by index)" in proc.stdout
 
 
 def test_different_rank_counts_are_explained_and_compared(tmp_path: Path) -> None:
