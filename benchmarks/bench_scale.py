@@ -1,0 +1,302 @@
+"""Scale benchmarks, each measured side by side in one run (fresh processes, ratios printed):
+
+A. **gpuscope vs HTA** on the largest real trace: load + temporal breakdown + overlap.
+   gpuscope twice: parsing the trace (``load_traces``), and from a warm parse cache
+   (``collectors.cache``); HTA 0.6.1 (``traceinsight``, ``HTA_DISABLE_NS_ROUNDING=1``) in its
+   own venv (``bench_vs_hta.ensure_hta_venv``).  Target: ≥ 10x faster at ≤ half the peak RSS.
+B. **cached re-analysis vs first analysis** of the same trace with every summary section
+   (``reports.parallel.analyze_paths``): cold cache; warm cache (per-rank results reused);
+   warm trace cache only (results removed, sections recomputed).  Target: ≥ 20x.
+C. **many ranks, 1 vs 2 workers**: ``analyze_paths`` over ranks from
+   ``benchmarks/scale_generator.py`` (default 64 ranks × 50 MB) in a pool of 1 worker process,
+   then of 2 (cold cache), then cached; peak RSS of the caller and of each worker.
+   Target: ≥ 1.7x with 2 workers on a 2-core machine.
+
+Every child prints its wall time (interpreter start to end), the time of the measured work
+(modules imported before the clock starts, for every tool alike), its peak RSS (``VmHWM``) and
+a hash (or the key numbers) of what it computed, so that the rows can be checked to do the
+same work.
+
+Usage::
+
+    python benchmarks/bench_scale.py [--small] [--repeat N] [--ranks N] [--target-mb MB]
+        [--data DIR] [--skip-hta] [--venv DIR]
+
+``--small``: 8 ranks × one copy of the source steps (≈10 MB each), 1 repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
+LARGEST = SHARED / "data" / "kineto" / "hta" / "mtia_trace_single_rank" / "mtia_rank_0.json.gz"
+
+_PRELUDE = """
+import time; T0 = time.perf_counter()
+import hashlib, json, sys
+def _peak_kib():  # this process's own high-water mark (ru_maxrss would include the parent's)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+"""
+
+GPUSCOPE_TO_CHILD = (
+    _PRELUDE
+    + """
+from pathlib import Path
+from analyzers.options import AnalysisOptions
+from collectors.cache import TraceCache, read_kineto_cached
+from collectors.load import load_traces
+from reports import core_sections as cs
+trace, mode, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+t1 = time.perf_counter()
+if mode == "parse":
+    traces = load_traces([trace])
+else:
+    traces, outcome = read_kineto_cached(Path(trace), TraceCache(cache_dir))
+    assert outcome.status == "hit", outcome
+opts = AnalysisOptions()
+tb = cs.temporal(traces[0], opts, {})
+ov = cs.overlap(traces[0], opts, {})
+t2 = time.perf_counter()
+print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
+                  "check": f"idle {tb['idle_pct']:.2f}% compute {tb['compute_pct']:.2f}% "
+                           f"overlap {ov['overlap_pct']}"}))
+"""
+)
+
+HTA_TO_CHILD = (
+    _PRELUDE
+    + """
+import contextlib, io, logging, os, warnings
+warnings.filterwarnings("ignore")
+trace = sys.argv[1]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    from hta.trace_analysis import TraceAnalysis
+    logging.disable(logging.CRITICAL)
+    t1 = time.perf_counter()
+    ta = TraceAnalysis(trace_files={0: trace}, trace_dir=os.path.dirname(trace))
+    tb = ta.get_temporal_breakdown(visualize=False)
+    ov = ta.get_comm_comp_overlap(visualize=False)
+    t2 = time.perf_counter()
+row = tb.iloc[0]
+pct = float(ov.iloc[0]["comp_comm_overlap_pctg"])
+print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
+                  "check": f"idle {float(row['idle_time_pctg']):.2f}% compute "
+                           f"{float(row['compute_time_pctg']):.2f}% "
+                           f"overlap {None if pct != pct else pct}"}))
+"""
+)
+
+ANALYZE_CHILD = (
+    _PRELUDE
+    + """
+if __name__ == "__main__":
+    import importlib
+    from reports.parallel import analyze_paths
+    from reports.summary import RANK_SECTIONS, RUN_SECTIONS
+    for _, spec in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
+        importlib.import_module(spec.partition(":")[0])
+    paths, scheduler, workers, cache_dir, clear = sys.argv[1:6]
+    if clear == "results":
+        from collectors.cache import TraceCache
+        TraceCache(cache_dir).results.clear()
+    t1 = time.perf_counter()
+    res = analyze_paths(
+        [paths], scheduler=None if scheduler == "auto" else scheduler,
+        workers=None if workers == "auto" else int(workers),
+        use_cache=cache_dir != "-", cache_dir=None if cache_dir == "-" else cache_dir)
+    t2 = time.perf_counter()
+    s = json.dumps(res.summary, sort_keys=True).encode()
+    peaks = res.peak_rss_by_worker()
+    statuses = {}
+    for u in res.units:
+        statuses[u.cache_status] = statuses.get(u.cache_status, 0) + 1
+    print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
+                      "scheduler": res.scheduler, "workers": res.workers,
+                      "worker_peaks_mib": sorted(v / 2**20 for v in peaks.values()),
+                      "ranks": len(res.summary["ranks"]), "errors": len(res.errors),
+                      "statuses": statuses,
+                      "check": hashlib.sha256(s).hexdigest()[:12]}))
+"""
+)
+
+
+def _child(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Run ``cmd[0] -c cmd[1] cmd[2:]``; its last stdout line is a JSON object."""
+    r = subprocess.run(
+        [cmd[0], "-c", cmd[1], *cmd[2:]], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    if r.returncode != 0:
+        sys.exit(f"benchmark child failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _med(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def _row(label: str, runs: list[dict[str, Any]]) -> str:
+    return (
+        f"{label:34} {_med(runs, 'wall_s'):9.2f} {_med(runs, 'work_s'):9.2f} "
+        f"{_med(runs, 'peak_kib') / 1024:9.0f}  {runs[0]['check']}"
+    )
+
+
+HEADER = f"{'':34} {'process s':>9} {'work s':>9} {'peak MiB':>9}  same work?"
+
+
+def part_a(trace: Path, repeat: int, hta_py: Path | None, env: dict[str, str]) -> None:
+    print(f"\nA. load + temporal breakdown + overlap, {trace.name} (median of {repeat})")
+    with tempfile.TemporaryDirectory() as cache:
+        warm = "from pathlib import Path; import sys; from collectors.cache import *\n"
+        warm += "read_kineto_cached(Path(sys.argv[1]), TraceCache(sys.argv[2])); print('{}')"
+        _child([sys.executable, warm, str(trace), cache], env)  # fill the parse cache
+        runs: dict[str, list[dict[str, Any]]] = {"parse": [], "cached": [], "hta": []}
+        for _ in range(repeat):  # interleaved: machine noise hits every tool alike
+            runs["parse"].append(
+                _child([sys.executable, GPUSCOPE_TO_CHILD, str(trace), "parse", cache], env)
+            )
+            runs["cached"].append(
+                _child([sys.executable, GPUSCOPE_TO_CHILD, str(trace), "cached", cache], env)
+            )
+            if hta_py is not None:
+                runs["hta"].append(_child([str(hta_py), HTA_TO_CHILD, str(trace)], env))
+    print(HEADER)
+    print(_row("gpuscope, parsing the trace", runs["parse"]))
+    print(_row("gpuscope, warm parse cache", runs["cached"]))
+    if runs["hta"]:
+        print(_row("HTA 0.6.1", runs["hta"]))
+        for k, label in (("parse", "parsing"), ("cached", "warm cache")):
+            print(
+                f"ratio HTA / gpuscope {label}: process time "
+                f"{_med(runs['hta'], 'wall_s') / _med(runs[k], 'wall_s'):.1f}x, work time "
+                f"{_med(runs['hta'], 'work_s') / _med(runs[k], 'work_s'):.1f}x, peak memory "
+                f"{_med(runs['hta'], 'peak_kib') / _med(runs[k], 'peak_kib'):.1f}x"
+                "  (target >= 10x time, >= 2x memory)"
+            )
+
+
+def _analyze(paths: Path, scheduler: str, workers: str, cache: str, clear: str, env: Any) -> Any:
+    return _child(
+        [sys.executable, ANALYZE_CHILD, str(paths), scheduler, workers, cache, clear], env
+    )
+
+
+def part_b(trace: Path, repeat: int, env: dict[str, str]) -> None:
+    print(f"\nB. whole analysis (every summary section), {trace.name} (median of {repeat})")
+    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": [], "traces": []}
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as cache:
+            runs["cold"].append(_analyze(trace, "auto", "auto", cache, "-", env))
+            runs["warm"].append(_analyze(trace, "auto", "auto", cache, "-", env))
+            runs["traces"].append(_analyze(trace, "auto", "auto", cache, "results", env))
+    print(HEADER)
+    print(_row("first analysis (cold cache)", runs["cold"]))
+    print(_row("re-analysis (warm cache)", runs["warm"]))
+    print(_row("re-analysis (parse cache only)", runs["traces"]))
+    for k, label in (("warm", "warm cache"), ("traces", "parse cache only")):
+        print(
+            f"ratio first / re-analysis, {label}: process time "
+            f"{_med(runs['cold'], 'wall_s') / _med(runs[k], 'wall_s'):.1f}x, work time "
+            f"{_med(runs['cold'], 'work_s') / _med(runs[k], 'work_s'):.1f}x  (target >= 20x)"
+        )
+
+
+def part_c(data: Path, env: dict[str, str]) -> None:
+    files = sorted(data.glob("rank-*.json.gz"))
+    size = sum(p.stat().st_size for p in files)
+    print(f"\nC. {len(files)} ranks from {data} ({size / 1e6:.0f} MB gzip), every section")
+    with tempfile.TemporaryDirectory() as cache:
+        one = _analyze(data, "processes", "1", "-", "-", env)
+        two = _analyze(data, "processes", "2", cache, "-", env)
+        warm = _analyze(data, "auto", "auto", cache, "-", env)
+    print(f"{'':34} {'process s':>9} {'work s':>9} {'caller MiB':>10}  per-worker peak MiB")
+    for label, r in (
+        ("1 worker, no cache", one),
+        ("2 workers, cold cache", two),
+        ("re-analysis, warm cache", warm),
+    ):
+        wp = ", ".join(f"{m:.0f}" for m in r["worker_peaks_mib"]) or "-"
+        print(
+            f"{label:34} {r['wall_s']:9.2f} {r['work_s']:9.2f} {r['peak_kib'] / 1024:10.0f}  "
+            f"{wp}  [{r['scheduler']} x{r['workers']}, ranks {r['ranks']}, errors "
+            f"{r['errors']}, {r['statuses']}, summary {r['check']}]"
+        )
+    print(
+        f"ratio 1 / 2 workers: {one['work_s'] / two['work_s']:.2f}x work time "
+        "(the 2-worker run also writes the cache; target >= 1.7x)"
+    )
+    print(
+        f"ratio first / re-analysis: {two['work_s'] / warm['work_s']:.1f}x work time, "
+        f"{two['wall_s'] / warm['wall_s']:.1f}x process time (target >= 20x)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", type=Path, default=LARGEST)
+    ap.add_argument("--data", type=Path, help="existing rank-*.json.gz folder for part C")
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--target-mb", type=float, default=50.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--small", action="store_true", help="8 small ranks, 1 repeat")
+    ap.add_argument("--skip-hta", action="store_true")
+    ap.add_argument("--parts", default="ABC", help="which parts to run (default ABC)")
+    ap.add_argument("--venv", type=Path, default=Path("/tmp/hta-venv"))
+    a = ap.parse_args()
+    if a.small:
+        a.ranks, a.target_mb, a.repeat = 8, 0.0, 1
+    if not a.trace.exists():
+        sys.exit(f"{a.trace}: no such file (set GPUSCOPE_SHARED or pass --trace)")
+    env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1", PYTHONPATH=str(REPO))
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
+        f"Python {platform.python_version()}; load average {' '.join(load)} at start; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    a.trace.read_bytes()  # page cache warm for everyone
+    if "A" in a.parts:
+        hta_py = None
+        if not a.skip_hta:
+            sys.path.insert(0, str(HERE))
+            from bench_vs_hta import _hta_version, ensure_hta_venv
+
+            hta_py = ensure_hta_venv(a.venv)
+            print(f"HTA: {_hta_version(hta_py)}")
+        part_a(a.trace, a.repeat, hta_py, env)
+    if "B" in a.parts:
+        part_b(a.trace, a.repeat, env)
+    if "C" in a.parts:
+        if a.data is not None:
+            part_c(a.data, env)
+        else:
+            sys.path.insert(0, str(HERE))
+            from scale_generator import generate
+
+            with tempfile.TemporaryDirectory() as tmp:
+                t = time.perf_counter()
+                generate(Path(tmp), a.ranks, a.target_mb)
+                print(f"(generated in {time.perf_counter() - t:.0f} s)")
+                part_c(Path(tmp), env)
+    with open("/proc/loadavg") as f:
+        print(f"load average at the end: {' '.join(f.read().split()[:3])}")
+
+
+if __name__ == "__main__":
+    main()
