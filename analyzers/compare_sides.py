@@ -48,6 +48,7 @@ from analyzers.kernel_summary import UNNAMED
 from analyzers.name_normalize import normalize_kernel_name
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError
+from collectors.linking import innermost_range
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -149,39 +150,6 @@ def _launches(trace: Trace, corr: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def innermost_range(
-    starts: np.ndarray, ends: np.ndarray, groups: np.ndarray, t: np.ndarray, t_groups: np.ndarray
-) -> np.ndarray:
-    """Position of the innermost range ``[start, end)`` of the same group containing each
-    instant (the latest-starting one that contains it), or -1.
-
-    Ranges of one group (a host thread) nest or are disjoint, as a thread's call stack is.
-    """
-    out = np.full(len(t), -1, dtype=np.int64)
-    for g in np.unique(t_groups[t >= 0]):
-        rows = np.flatnonzero(groups == g)
-        sel = np.flatnonzero((t_groups == g) & (t >= 0))
-        if not rows.size:
-            continue
-        rows = rows[np.lexsort((-ends[rows], starts[rows]))]
-        s, e = starts[rows], ends[rows]
-        reach = np.maximum.accumulate(e)
-        tt = t[sel]
-        pos = np.searchsorted(s, tt, side="right") - 1
-        hit = (pos >= 0) & (e[np.maximum(pos, 0)] > tt)
-        out[sel[hit]] = rows[pos[hit]]
-        for j in np.flatnonzero(~hit & (pos > 0)).tolist():
-            # walk out from the latest-starting range to the first that still runs at t; stop
-            # when no earlier range ends after t (prefix maximum of the ends)
-            k, tj = int(pos[j]), int(tt[j])
-            while k > 0 and reach[k - 1] > tj:
-                k -= 1
-                if e[k] > tj:
-                    out[sel[j]] = rows[k]
-                    break
-    return out
-
-
 def _prefix_mask(col: pd.Series, prefix: str) -> np.ndarray:
     """Rows whose name starts with *prefix* (each distinct name tested once)."""
     names = _names(col)
@@ -206,14 +174,13 @@ def _op_view(
     # no op with the launch's external id: the innermost op around the launch on its thread
     miss = (op < 0) & (launch["start_ns"] >= 0)
     if miss.any() and len(ops):
-        key = ops["pid"].to_numpy() * (1 << 32) + ops["tid"].to_numpy()
-        t_key = launch["pid"][miss] * (1 << 32) + launch["tid"][miss]
+        # half-open [start, end): the profiler's call stack (collectives link inclusively)
         op[miss] = innermost_range(
             ops["start_ns"].to_numpy(),
             ops["end_ns"].to_numpy(),
-            key,
+            (ops["pid"].to_numpy(), ops["tid"].to_numpy()),
             launch["start_ns"][miss],
-            t_key,
+            (launch["pid"][miss], launch["tid"][miss]),
         )
     keep = op >= 0
     op = op[keep]

@@ -54,6 +54,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from collectors.linking import enclosing_parents, innermost_range
 from collectors.model import Trace
 
 DTYPE_BYTES: dict[str, int] = {
@@ -576,28 +577,24 @@ LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 
 
 def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> dict[int, int]:
-    """Innermost enclosing CPU op (host row position) for every op and launch row position."""
-    idx = np.concatenate([ops, launches])
-    is_launch = np.concatenate([np.zeros(len(ops), bool), np.ones(len(launches), bool)])
-    pid = host["pid"].to_numpy()[idx]
-    tid = host["tid"].to_numpy()[idx]
-    start = host["start_ns"].to_numpy()[idx]
-    end = host["end_ns"].to_numpy()[idx]
-    order = np.lexsort((idx, -end, is_launch, start, tid, pid))
+    """Innermost enclosing CPU op (host row position) for every op and launch row position.
+
+    The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
+    ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
+    compare's op view; collectives link inclusively of the end.
+    """
+    h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
+    start = host["start_ns"].to_numpy()
+    end = host["end_ns"].to_numpy()
+    groups = (h_pid[ops], h_tid[ops])
+    op_parent = enclosing_parents(start[ops], end[ops], groups)
+    launch_parent = innermost_range(
+        start[ops], end[ops], groups, start[launches], (h_pid[launches], h_tid[launches])
+    )
     parent: dict[int, int] = {}
-    stack: list[tuple[int, int]] = []
-    prev: tuple[int, int] | None = None
-    for j in order.tolist():
-        key = (int(pid[j]), int(tid[j]))
-        if key != prev:
-            stack.clear()
-            prev = key
-        s = int(start[j])
-        while stack and stack[-1][0] <= s:
-            stack.pop()
-        parent[int(idx[j])] = stack[-1][1] if stack else -1
-        if not is_launch[j]:
-            stack.append((int(end[j]), int(idx[j])))
+    for rows, pos in ((ops, op_parent), (launches, launch_parent)):
+        owner = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+        parent.update(zip(rows.tolist(), owner.tolist(), strict=True))
     return parent
 
 

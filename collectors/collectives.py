@@ -58,6 +58,7 @@ from analyzers.busbw import (
     dtype_bytes,
     message_size_rule,
 )
+from collectors.linking import innermost_range
 from collectors.nccl_kernels import NCCL_NAME, parse_kernel_name
 
 if TYPE_CHECKING:
@@ -273,34 +274,24 @@ def _innermost(ranges: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, t: np.nda
     """Index label of the innermost range of *ranges* on (pid, tid) containing time t; -1 none.
 
     *ranges* has columns pid, tid, start_ns, end_ns (index = labels to return).  Containment is
-    inclusive at both ends.
+    inclusive at both ends (:func:`collectors.linking.innermost_range` with ``include_end``),
+    as this table has always linked: a launch stamped exactly at its range's end still belongs
+    to it.  Compare's op view and op cost attribution use the half-open ``[start, end)`` of the
+    profiler's call stack instead; the difference is kept so that no table changes.
     """
     out = np.full(len(t), -1, dtype=np.int64)
     if ranges.empty or not len(t):
         return out
-    for (p, th), grp in ranges.groupby(["pid", "tid"], sort=False):
-        sel = np.flatnonzero((pid == p) & (tid == th) & (t >= 0))
-        if not sel.size:
-            continue
-        g = grp.sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
-        starts = g["start_ns"].to_numpy(dtype=np.int64)
-        ends = g["end_ns"].to_numpy(dtype=np.int64)
-        labels = g.index.to_numpy()
-        tt = t[sel]
-        pos = np.searchsorted(starts, tt, side="right") - 1
-        hit = (pos >= 0) & (ends[np.maximum(pos, 0)] >= tt)
-        out[sel[hit]] = labels[pos[hit]]
-        # the latest-starting range ended before t: an enclosing (outer) range may still hold t,
-        # only if some earlier range ends at or after t (prefix maximum of the ends)
-        reach = np.maximum.accumulate(ends)
-        maybe = ~hit & (pos > 0)
-        maybe[maybe] = reach[pos[maybe] - 1] >= tt[maybe]
-        for j in np.flatnonzero(maybe):
-            k = int(pos[j]) - 1
-            while k >= 0 and ends[k] < tt[j]:
-                k -= 1
-            if k >= 0:
-                out[sel[j]] = labels[k]
+    pos = innermost_range(
+        ranges["start_ns"].to_numpy(dtype=np.int64),
+        ranges["end_ns"].to_numpy(dtype=np.int64),
+        (ranges["pid"].to_numpy(), ranges["tid"].to_numpy()),
+        t,
+        (pid, tid),
+        include_end=True,
+    )
+    hit = pos >= 0
+    out[hit] = ranges.index.to_numpy()[pos[hit]]
     return out
 
 

@@ -1,0 +1,173 @@
+"""Which range of a host thread encloses an instant: the call-stack lookup behind "which CPU op
+launched this GPU kernel" (collectives, compare's op view, op cost attribution).
+
+Ranges are grouped by thread (any key: ``(pid, tid)`` as a pair of arrays, or one array) and
+ordered within a group by start, then end *descending* (an outer range before the inner range
+that starts with it), then input position.  The *innermost range containing t* is the last range
+in that order with ``start ≤ t`` that still runs at ``t``: ``t < end`` (``include_end=False``,
+half-open ``[start, end)``) or ``t ≤ end`` (``include_end=True``).  For ranges that nest or are
+disjoint, as a thread's call stack does, that is the deepest enclosing range; for overlapping
+ranges it is the latest-starting one that contains ``t``.
+
+Vectorised: one sort and an O(log n) walk of a max-segment tree over the ends per query, no
+Python loop over rows.  Times are integers (ns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["enclosing_parents", "innermost_range"]
+
+_Keys = np.ndarray | Sequence[np.ndarray]
+
+
+def _columns(keys: _Keys) -> list[np.ndarray]:
+    if isinstance(keys, np.ndarray) and keys.ndim == 1:
+        return [keys]
+    return [np.asarray(k) for k in keys]
+
+
+def _group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes for the group keys of ranges and queries (one code space)."""
+    a = _columns(groups)
+    n = len(a[0])
+    if t_groups is None:
+        cols = a
+    else:
+        b = _columns(t_groups)
+        if len(a) != len(b):
+            raise ValueError("groups and t_groups must have the same number of key columns")
+        cols = [np.concatenate([x, y]) for x, y in zip(a, b, strict=True)]
+    if not len(cols[0]):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(cols) == 1:
+        _, inv = np.unique(cols[0], return_inverse=True)
+    else:
+        _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    inv = np.asarray(inv, dtype=np.int64).reshape(-1)
+    return inv[:n], inv[n:]
+
+
+class _Sorted:
+    """Ranges in (group, start, −end, position) order with a max-segment tree over the ends."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray) -> None:
+        n = len(starts)
+        self.order = np.lexsort((np.arange(n), -ends, starts, codes))
+        self.codes = codes[self.order]
+        self.starts = starts[self.order]
+        size = 1
+        while size < n:
+            size *= 2
+        self.size = size
+        tree = np.full(2 * size, np.iinfo(np.int64).min, dtype=np.int64)
+        tree[size : size + n] = ends[self.order]
+        half = size // 2
+        while half >= 1:
+            tree[half : 2 * half] = np.maximum(
+                tree[2 * half : 4 * half : 2], tree[2 * half + 1 : 4 * half : 2]
+            )
+            half //= 2
+        self.tree = tree
+
+    def group_lo(self, codes: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.codes, codes, side="left")
+
+    def last_above(self, hi: np.ndarray, lo: np.ndarray, thr: np.ndarray) -> np.ndarray:
+        """Per query, the largest sorted position k in [lo, hi] with end[k] > thr, else -1."""
+        out = np.full(len(hi), -1, dtype=np.int64)
+        live = np.flatnonzero(hi >= lo)
+        if not live.size:
+            return out
+        tree, size = self.tree, self.size
+        v = hi[live] + size
+        th = thr[live]
+        # up: from the leaf, find the nearest left sibling subtree holding an end above thr
+        done = tree[v] > th
+        up = ~done
+        while up.any():
+            j = np.flatnonzero(up)
+            vj = v[j]
+            left_hit = (vj & 1).astype(bool) & (tree[vj - 1] > th[j])
+            v[j[left_hit]] = vj[left_hit] - 1
+            done[j[left_hit]] = True
+            move = j[~left_hit]
+            v[move] = v[move] >> 1
+            up[j[left_hit]] = False
+            up[move[v[move] <= 1]] = False
+        # down: the rightmost leaf above thr in the found subtree
+        down = done & (v < size)
+        while down.any():
+            j = np.flatnonzero(down)
+            right = 2 * v[j] + 1
+            go_right = tree[right] > th[j]
+            v[j] = np.where(go_right, right, right - 1)
+            down[j] = v[j] < size
+        k = v - size
+        ok = done & (k >= lo[live])
+        out[live[ok]] = k[ok]
+        return out
+
+
+def innermost_range(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    groups: _Keys,
+    t: np.ndarray,
+    t_groups: _Keys,
+    *,
+    include_end: bool = False,
+) -> np.ndarray:
+    """Position (in *starts*/*ends*) of the innermost range of the same group containing each
+    instant of *t* (module docstring), or -1; an instant ``t < 0`` (unknown) gets -1.
+
+    *groups* / *t_groups*: the group key of each range / instant, one array or a sequence of
+    arrays (e.g. ``(pid, tid)``) compared column by column.
+    """
+    t = np.asarray(t, dtype=np.int64)
+    out = np.full(len(t), -1, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    if not len(starts) or not len(t):
+        return out
+    ends = np.asarray(ends, dtype=np.int64)
+    codes, t_codes = _group_codes(groups, t_groups)
+    s = _Sorted(starts, ends, codes)
+    q = np.flatnonzero(t >= 0)
+    if not q.size:
+        return out
+    # how many ranges sort at or before (group, t): merge ranges and instants, ranges first on ties
+    n = len(starts)
+    all_codes = np.concatenate([s.codes, t_codes[q]])
+    all_t = np.concatenate([s.starts, t[q]])
+    is_q = np.concatenate([np.zeros(n, np.int8), np.ones(q.size, np.int8)])
+    merged = np.lexsort((is_q, all_t, all_codes))
+    before = np.cumsum(is_q[merged] == 0)
+    hi = np.empty(q.size, dtype=np.int64)
+    hi[merged[is_q[merged] == 1] - n] = before[is_q[merged] == 1] - 1
+    thr = t[q] - 1 if include_end else t[q]
+    k = s.last_above(hi, s.group_lo(t_codes[q]), thr)
+    out[q[k >= 0]] = s.order[k[k >= 0]]
+    return out
+
+
+def enclosing_parents(
+    starts: np.ndarray, ends: np.ndarray, groups: _Keys, *, include_end: bool = False
+) -> np.ndarray:
+    """Position of each range's parent, or -1: the last range *before it* in the group order
+    (module docstring) that runs at its start (``start < end``, or ``≤`` with *include_end*)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    n = len(starts)
+    out = np.full(n, -1, dtype=np.int64)
+    if not n:
+        return out
+    ends = np.asarray(ends, dtype=np.int64)
+    codes, _ = _group_codes(groups, None)
+    s = _Sorted(starts, ends, codes)
+    rank = np.arange(n, dtype=np.int64)
+    thr = s.starts - 1 if include_end else s.starts
+    k = s.last_above(rank - 1, s.group_lo(s.codes), thr)
+    out[s.order[k >= 0]] = s.order[k[k >= 0]]
+    return out
