@@ -31,8 +31,9 @@ Metadata, first source that has it (the ``*_source`` columns say which was used)
                         ``comm:<communicator id>``
     ==================  ===========================================================================
 
-``message_bytes`` is ``S`` of nccl-tests (see :mod:`analyzers.busbw`): the output of all_gather /
-gather, the input otherwise (derived through the group size when only the other side is known).
+``message_bytes`` is ``S`` of nccl-tests (see :mod:`collectors.nccl_formulas`): the output of
+all_gather / gather, the input otherwise (derived through the group size when only the other
+side is known).
 ``algbw = S / duration``, ``busbw = algbw × factor(collective, group size)`` in GB/s, and
 ``busbw_link_pct = 100 × busbw / link peak`` where the device's per-direction peak interconnect
 bandwidth is known (:data:`LINK_PEAKS`).
@@ -51,14 +52,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analyzers.busbw import (
+from collectors.linking import innermost_range
+from collectors.nccl_formulas import (
     bus_factors,
     canonical_collective,
     canonical_dtype,
     dtype_bytes,
     message_size_rule,
 )
-from collectors.linking import innermost_range
 from collectors.nccl_kernels import NCCL_NAME, parse_kernel_name
 
 if TYPE_CHECKING:

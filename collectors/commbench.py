@@ -10,7 +10,7 @@ collective and message size it measures, like nccl-tests' ``*_perf``:
   a barrier, averaged over the ranks (nccl-tests' default ``-a 1``).  On GPUs the time is taken
   with CUDA events on the current stream, on CPU with ``time.perf_counter`` (gloo calls are
   synchronous);
-- ``algbw``/``busbw`` from the unrounded time with :mod:`analyzers.busbw`;
+- ``algbw``/``busbw`` from the unrounded time with :mod:`collectors.nccl_formulas`;
 - ``wrong`` = elements that differ from the expected result of one extra, checked call (summed
   over ranks), or NaN with ``check=False``.
 
@@ -34,8 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzers.busbw import bus_factor, canonical_collective, canonical_dtype, dtype_bytes
 from collectors.errors import MissingDependencyError, UsageError
+from collectors.nccl_formulas import bus_factor, canonical_collective, canonical_dtype, dtype_bytes
 from collectors.nccl_tests import ROW_COLUMNS, NcclTestsLog
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")

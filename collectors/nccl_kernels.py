@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analyzers.busbw import canonical_collective, canonical_dtype
+from collectors.nccl_formulas import canonical_collective, canonical_dtype
 
 NCCL_NAME = re.compile(r"^(?:nccl|rccl)", re.IGNORECASE)
 """Collective detection for the collectives table: the name starts with ``nccl`` or ``rccl``."""

@@ -31,8 +31,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzers.busbw import bus_factor, canonical_collective, canonical_dtype
 from collectors.errors import InputError
+from collectors.nccl_formulas import (
+    COLLECTIVES,
+    bus_factor,
+    canonical_collective,
+    canonical_dtype,
+)
 
 ROW_COLUMNS = (
     "collective",
@@ -68,17 +73,8 @@ _PARAMS = re.compile(r"^#\s*nThread\b")
 _INT = re.compile(r"^-?\d+$")
 _TIME_NAMES = ("time", "cputime")
 _WRONG_NAMES = ("#wrong", "error", "res", "wrong")
-_TESTS = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "send_recv",
-)
+_TESTS = tuple(c for c in COLLECTIVES if c not in ("send", "recv", "barrier"))
+"""Collectives that have an nccl-tests binary (``<collective>_perf``)."""
 _FILENAME_TOKENS = (
     ("allreduce", "all_reduce"),
     ("allgather", "all_gather"),
