@@ -6,8 +6,10 @@
 
 An MLP on random data, with ``profiler.region`` around data, forward, backward and optimizer
 and ``profiler.step()`` after each step.  Under ``torchrun`` it trains with DDP (gloo on CPU,
-NCCL on GPUs).  At the end rank 0 prints one line ``step_time_ms median=<ms> steps=<n>``: the
-median wall time of the steps after ``--warmup`` (used by benchmarks/bench_run_overhead.py).
+NCCL on GPUs).  At the end rank 0 prints one line ``step_time_ms median=<ms> steps=<n>
+cpu_ms median=<ms>``: the median wall time and the median process CPU time (all threads,
+``time.process_time``) of the steps after ``--warmup`` (read by
+benchmarks/bench_run_overhead.py).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def build(hidden: int, layers: int) -> torch.nn.Module:
     return torch.nn.Sequential(*mods)
 
 
-def train(args: argparse.Namespace) -> list[float]:
+def train(args: argparse.Namespace) -> tuple[list[float], list[float]]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     if use_cuda:
@@ -66,9 +68,10 @@ def train(args: argparse.Namespace) -> list[float]:
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
+    times, cpu = [], []
     for _ in range(args.steps):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         with profiler.region("data"):
             x = torch.randn(args.batch, args.hidden, device=device)
             y = torch.randn(args.batch, 1, device=device)
@@ -85,22 +88,27 @@ def train(args: argparse.Namespace) -> list[float]:
             torch.cuda.synchronize()
         profiler.step()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     if world > 1:
         dist.barrier()
         dist.destroy_process_group()
-    return times
+    return times, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.profile_out:
         with profiler.profile(out=args.profile_out, steps=args.profile_steps):
-            times = train(args)
+            times, cpu = train(args)
     else:
-        times = train(args)
+        times, cpu = train(args)
     if int(os.environ.get("RANK", "0")) == 0:
         kept = times[args.warmup :] or times
-        print(f"step_time_ms median={statistics.median(kept) * 1e3:.4f} steps={len(times)}")
+        kept_cpu = cpu[args.warmup :] or cpu
+        print(
+            f"step_time_ms median={statistics.median(kept) * 1e3:.4f} steps={len(times)} "
+            f"cpu_ms median={statistics.median(kept_cpu) * 1e3:.4f}"
+        )
     return args.exit_code
 
 
