@@ -6,7 +6,6 @@ imported inside the command so that ``gpuscope --help`` stays fast.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,13 +48,11 @@ PEAKS_HELP = (
 )
 
 
-def _check_options(hta_version: str, html: Path | None, ncu: Path | None) -> None:
+def _check_options(hta_version: str) -> None:
     if hta_version not in HTA_VERSIONS:
         raise UsageError(
             f"--hta-version must be one of {', '.join(HTA_VERSIONS)}, not {hta_version!r}"
         )
-    if html is not None and importlib.util.find_spec("reports.html") is None:
-        raise UsageError("--html needs the HTML report module, not available yet")
 
 
 def _load(paths: list[str]) -> list[Any]:
@@ -98,7 +95,7 @@ def run_analyze(
         InputError: an input is missing, unreadable, corrupt, or two files claim one rank.
         UsageError: a bad option, or an option whose module is not available.
     """
-    _check_options(hta_version, html, ncu)
+    _check_options(hta_version)
     from rich.console import Console
 
     from analyzers.options import AnalysisOptions
@@ -126,7 +123,7 @@ def run_analyze(
         except OSError as e:
             raise UsageError(f"cannot write the JSON summary: {e.strerror}", path=json_out) from e
     if html is not None:
-        from reports.html import write_report  # type: ignore[import-not-found]
+        from reports.html import write_report
 
         written.append(write_report(summary, html))
     out = Console(highlight=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
@@ -206,14 +205,6 @@ def test_kernel_names_are_printed_as_text_not_markup(tmp_path: Path) -> None:
     proc = gpuscope("analyze", p)
     assert proc.returncode == 0, proc.stderr
     assert "[bold]k[/bold]" in proc.stdout
-
-
-def test_html_without_the_report_module_is_a_usage_error(tmp_path: Path) -> None:
-    if importlib.util.find_spec("reports.html") is not None:
-        pytest.skip("reports.html exists: the HTML report's own tests cover --html")
-    proc = gpuscope("analyze", shared_path(*TRACE_FILTER), "--html", tmp_path / "r.html")
-    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
-    assert "--html" in proc.stderr and not (tmp_path / "r.html").exists()
 
 
 def test_ncu_report_is_read_and_a_missing_one_exits_2(tmp_path: Path) -> None:
