@@ -38,8 +38,8 @@ import pandas as pd
 from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION
 from analyzers.options import AnalysisOptions
+from analyzers.steps import window_steps
 from analyzers.temporal import typed_events
-from analyzers.window import window
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -177,10 +177,7 @@ def exposed_by(
     all_c = iv.merge(s[is_comm], e[is_comm])
     exposed_all = iv.subtract(all_c, comp)
 
-    w = window(trace, options)
-    steps = trace.steps()
-    if w.filtered and w.end_ns is not None:
-        steps = steps[steps["start_ns"].to_numpy() < w.end_ns]
+    steps = window_steps(trace, options)
     lo = steps["start_ns"].to_numpy(dtype=np.int64)
     hi = steps["end_ns"].to_numpy(dtype=np.int64)
     step_ids = steps["step"].to_numpy(dtype=np.int64)

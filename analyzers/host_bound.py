@@ -41,7 +41,7 @@ from analyzers.idle import (
     window_gpu,
 )
 from analyzers.options import AnalysisOptions
-from analyzers.steps import step_breakdown
+from analyzers.steps import STEP_COLUMNS, step_breakdown
 from analyzers.temporal import overlap
 from collectors.model import Trace
 
@@ -128,13 +128,7 @@ def responsible_ops(
 
 
 STEP_VERDICT_COLUMNS = (
-    "step",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
-    "compute_ns",
-    "exposed_comm_ns",
-    "idle_ns",
+    *STEP_COLUMNS,
     "host_wait_ns",
     "host_share",
     "comm_share",

@@ -49,15 +49,21 @@ STEP_COLUMNS = (
 )
 
 
+def window_steps(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
+    """``trace.steps()`` that start before the window's end (all of them when unfiltered)."""
+    w = window(trace, options)
+    steps = trace.steps()
+    if w.filtered and w.end_ns is not None:
+        steps = steps[steps["start_ns"].to_numpy() < w.end_ns]
+    return steps
+
+
 def step_breakdown(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """One row per ProfilerStep of the window, columns :data:`STEP_COLUMNS` (all int64)."""
     import pandas as pd
 
     options = options or AnalysisOptions()
-    w = window(trace, options)
-    steps = trace.steps()
-    if w.filtered and w.end_ns is not None:
-        steps = steps[steps["start_ns"].to_numpy() < w.end_ns]
+    steps = window_steps(trace, options)
     lo = steps["start_ns"].to_numpy(dtype=np.int64)
     hi = steps["end_ns"].to_numpy(dtype=np.int64)
     ti = typed_intervals(trace, options)
