@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports import fmt
+
 TOP = 8
 
 
-def _ms(ns: int | None) -> str:
-    return "–" if ns is None else f"{ns / 1e6:,.3f}"
+_ms = fmt.ms
 
 
 def _gbps(x: float | None) -> str:

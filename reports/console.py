@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports import fmt
+
 TOP_KERNELS = 15
 """Kernel rows shown per rank (the JSON has them all)."""
 DETAIL_RANKS = 4
@@ -28,20 +30,13 @@ RANK_RENDERERS: list[str] = [
 ``fn(rank_dict, console)`` after the foundation's tables of each detailed rank (one line each)."""
 
 
-def _ms(ns: int | None) -> str:
-    return "–" if ns is None else f"{ns / 1e6:,.3f}"
-
-
-def _us(ns: int | None) -> str:
-    return "–" if ns is None else f"{ns / 1e3:,.1f}"
-
-
-def _pct(p: float | None) -> str:
-    return "–" if p is None else f"{p:.2f}"
+_ms = fmt.ms
+_us = fmt.us
+_pct = fmt.pct
 
 
 def _name(s: str, width: int = 70) -> Text:
-    return Text(s if len(s) <= width else s[: width - 1] + "…", overflow="ellipsis")
+    return fmt.name_text(s, width, overflow="ellipsis")
 
 
 def breakdown_table(rank: Mapping[str, Any]) -> Table:

@@ -13,16 +13,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports import fmt
+
 TOP = 5
 
 
 def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.1f}"
+    return fmt.pct(x, 1)
 
 
 def _name(s: Any, width: int = 60) -> Text:
-    s = "–" if s is None else str(s)
-    return Text(s if len(s) <= width else s[: width - 1] + "…")
+    return fmt.name_text(s, width)
 
 
 def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None:

@@ -14,16 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports import fmt
+
 TOP_KERNELS = 10
 """Kernel rows shown in the launch table (the JSON has more)."""
 
 
-def _ms(ns: int | None) -> str:
-    return "–" if ns is None else f"{ns / 1e6:,.3f}"
-
-
-def _us(ns: int | float | None) -> str:
-    return "–" if ns is None else f"{ns / 1e3:,.1f}"
+_ms = fmt.ms
+_us = fmt.us
 
 
 def _mib(b: int | None) -> str:
@@ -35,8 +33,7 @@ def _share(x: float | None) -> str:
 
 
 def _text(s: Any, width: int = 60) -> Text:
-    s = "–" if s is None else str(s)
-    return Text(s if len(s) <= width else s[: width - 1] + "…")
+    return fmt.name_text(s, width)
 
 
 def idle_table(rank: Mapping[str, Any]) -> Table | None:
