@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
 
 VIEWS = ("kernel", "op", "collective", "annotation", "step")
@@ -39,18 +40,6 @@ ALL_EVENTS_HELP = (
 )
 TOP_HELP = "Entries printed in the console table (the JSON and HTML have more)."
 PLOTLYJS_HELP = "inline (default; plotly.js embedded once, opens offline) or cdn."
-
-
-def looks_like_summary(path: Path) -> bool:
-    """A plain ``.json`` file whose first key is ``schema_version`` (Kineto uses camelCase)."""
-    if not path.is_file() or not path.name.endswith(".json"):
-        return False
-    try:
-        with path.open("rb") as f:
-            head = f.read(256).lstrip()
-    except OSError:
-        return False
-    return head.startswith(b"{") and head[1:].lstrip().startswith(b'"schema_version"')
 
 
 def _read_summary(path: Path) -> dict[str, Any]:

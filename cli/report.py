@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
 
 SUMMARY = "summary.json"
@@ -42,18 +43,6 @@ def _read_json(path: Path, what: str) -> Any:
         raise InputError(f"cannot read the {what}: {e.strerror or e}", path=path) from e
     except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"the {what} is not valid JSON: {e}", path=path) from e
-
-
-def looks_like_summary(path: Path) -> bool:
-    """A ``.json`` file whose first key is ``schema_version`` (Kineto traces use camelCase)."""
-    if not path.is_file() or not path.name.endswith(".json"):
-        return False
-    try:
-        with path.open("rb") as f:
-            head = f.read(256).lstrip()
-    except OSError:
-        return False
-    return head.startswith(b"{") and head[1:].lstrip().startswith(b'"schema_version"')
 
 
 def read_summary(path: Path) -> dict[str, Any]:
