@@ -59,6 +59,77 @@ def finish(proc: subprocess.Popen[str]) -> tuple[float, float]:
     return float(m.group(1)), float(m.group(3))
 
 
+def paired(args: argparse.Namespace) -> int:
+    """In-process ABBA comparison of capture on/off (see the module docstring)."""
+    import time
+
+    import torch
+
+    sys.path.insert(0, str(REPO))
+    import profiler
+    from examples.train_tiny import build
+    from profiler import regions
+    from profiler import session as S
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = build(args.hidden, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def block(n: int) -> tuple[float, float]:
+        c0, w0 = time.thread_time(), time.perf_counter()
+        for _ in range(n):
+            with profiler.region("data"):
+                x = torch.randn(args.batch, args.hidden)
+                y = torch.randn(args.batch, 1)
+            with profiler.region("forward"):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+            with profiler.region("backward"):
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            with profiler.region("optimizer"):
+                opt.step()
+            profiler.step()
+        return (time.thread_time() - c0) / n * 1e3, (time.perf_counter() - w0) / n * 1e3
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = S.Session(tmp, steps="2:4", nvml_hz=10, backend="torch").start()
+        block(args.warmup)  # past the window: what the steady state of a captured run pays
+
+        def capture(on: bool) -> None:
+            regions.set_recorder(sess._recorder if on else None)
+            S._current = sess if on else None
+
+        ratios_cpu, ratios_wall = [], []
+        for _ in range(args.reps * 4):
+            res = {}
+            for on in (True, False, False, True):
+                capture(on)
+                c, w = block(args.block)
+                res.setdefault(on, []).append((c, w))
+            (c1, w1), (c2, w2) = res[True]
+            (c3, w3), (c4, w4) = res[False]
+            ratios_cpu.append((c1 + c2) / (c3 + c4))
+            ratios_wall.append((w1 + w2) / (w3 + w4))
+        capture(True)
+        st = sess._sampler.status() if sess._sampler else sess._nvml_status
+        sess.stop()
+    print(f"paired blocks: {len(ratios_cpu)} ABBA groups of {args.block} steps")
+    print(f"median on/off CPU time per step: {statistics.median(ratios_cpu):.4f} "
+          f"(IQR {_q(ratios_cpu, 0.25):.4f}..{_q(ratios_cpu, 0.75):.4f})")  # fmt: skip
+    print(f"median on/off wall time per step: {statistics.median(ratios_wall):.4f} "
+          f"(IQR {_q(ratios_wall, 0.25):.4f}..{_q(ratios_wall, 0.75):.4f})")  # fmt: skip
+    state = "sampled" if st and st.get("available") else f"unavailable ({(st or {}).get('reason')})"
+    print(f"NVML: {state}")
+    return 0
+
+
+def _q(xs: list[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(q * len(ys)))]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
@@ -73,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         help="OMP/MKL threads of the example (default 1: multi-threaded ops on a loaded small "
         "machine make step times bimodal; 0 = torch's default)",
     )
+    p.add_argument("--paired", action="store_true", help="in-process ABBA on/off comparison")
+    p.add_argument("--block", type=int, default=10, help="steps per block with --paired")
     args = p.parse_args(argv)
+    if args.paired:
+        return paired(args)
     plain: list[tuple[float, float]] = []
     captured: list[tuple[float, float]] = []
     info: dict = {}
