@@ -287,3 +287,24 @@ def test_a_forked_child_exiting_leaves_the_parents_capture_alone(tmp_path: Path)
     profiler.step()
     s.stop()
     assert _meta(run)["steps_completed"] == 2
+
+
+def test_under_gpuscope_run_profile_reuses_the_run_session_and_its_steps(
+    tmp_path: Path, monkeypatch
+) -> None:
+    run = tmp_path / "run"
+    monkeypatch.setenv("GPUSCOPE_RUN_DIR", str(run))
+    monkeypatch.setenv("GPUSCOPE_NVML_HZ", "0")
+    monkeypatch.setenv("GPUSCOPE_BACKEND", "host")
+    monkeypatch.setenv("GPUSCOPE_CAPTURE_PID", "")  # restored (removed) after the test
+    with profiler.profile(out=str(tmp_path / "ignored"), steps="1:2") as s:
+        assert s.out_dir == run and str(s.window) == "1:2"  # the program's window applies
+        assert not run.exists()  # nothing is written before the first step
+        for _ in range(3):
+            profiler.step()
+    assert s.active  # the run's session outlives the block: gpuscope run's process exit ends it
+    s.stop()
+    assert not (tmp_path / "ignored").exists()
+    (trace,) = load_traces([run / "traces"])
+    assert list(trace.steps()["step"]) == [1]
+    assert os.environ["GPUSCOPE_CAPTURE_PID"] == str(os.getpid())
