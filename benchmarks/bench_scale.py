@@ -8,9 +8,10 @@ B. **cached re-analysis vs first analysis** of the same trace with every summary
    (``reports.parallel.analyze_paths``): cold cache; warm cache (per-rank results reused);
    warm trace cache only (results removed, sections recomputed).  Target: ≥ 20x.
 C. **many ranks, 1 vs 2 workers**: ``analyze_paths`` over ranks from
-   ``benchmarks/scale_generator.py`` (default 64 ranks × 50 MB) in a pool of 1 worker process,
-   then of 2 (cold cache), then cached; peak RSS of the caller and of each worker.
-   Target: ≥ 1.7x with 2 workers on a 2-core machine.
+   ``benchmarks/scale_generator.py`` (default 64 ranks × 50 MB) in a pool of 1 worker process
+   and of 2, without cache, interleaved ``--repeat-c`` times; then 2 workers with a cold cache
+   and a re-analysis; peak RSS of the caller and of each worker, CPU-seconds used, load
+   average.  Target: ≥ 1.7x with 2 workers on a 2-core machine.
 
 Every child prints its wall time (interpreter start to end), the time of the measured work
 (modules imported before the clock starts, for every tool alike), its peak RSS (``VmHWM``) and
@@ -113,12 +114,22 @@ if __name__ == "__main__":
     if clear == "results":
         from collectors.cache import TraceCache
         TraceCache(cache_dir).results.clear()
+    import resource
+    def _cpu():
+        ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return sum(r.ru_utime + r.ru_stime for r in ru)
+    with open("/proc/loadavg") as f:
+        load0 = float(f.read().split()[0])
+    c1 = _cpu()
     t1 = time.perf_counter()
     res = analyze_paths(
         [paths], scheduler=None if scheduler == "auto" else scheduler,
         workers=None if workers == "auto" else int(workers),
         use_cache=cache_dir != "-", cache_dir=None if cache_dir == "-" else cache_dir)
     t2 = time.perf_counter()
+    cpu = _cpu() - c1  # this process and its reaped workers
+    with open("/proc/loadavg") as f:
+        load1 = float(f.read().split()[0])
     s = json.dumps(res.summary, sort_keys=True).encode()
     peaks = res.peak_rss_by_worker()
     statuses = {}
@@ -128,7 +139,7 @@ if __name__ == "__main__":
                       "scheduler": res.scheduler, "workers": res.workers,
                       "worker_peaks_mib": sorted(v / 2**20 for v in peaks.values()),
                       "ranks": len(res.summary["ranks"]), "errors": len(res.errors),
-                      "statuses": statuses,
+                      "statuses": statuses, "cpu_s": cpu, "load": [load0, load1],
                       "check": hashlib.sha256(s).hexdigest()[:12]}))
 """
 )
@@ -215,33 +226,43 @@ def part_b(trace: Path, repeat: int, env: dict[str, str]) -> None:
         )
 
 
-def part_c(data: Path, env: dict[str, str]) -> None:
+def part_c(data: Path, repeat: int, env: dict[str, str]) -> None:
     files = sorted(data.glob("rank-*.json.gz"))
     size = sum(p.stat().st_size for p in files)
     print(f"\nC. {len(files)} ranks from {data} ({size / 1e6:.0f} MB gzip), every section")
-    with tempfile.TemporaryDirectory() as cache:
-        one = _analyze(data, "processes", "1", "-", "-", env)
-        two = _analyze(data, "processes", "2", cache, "-", env)
-        warm = _analyze(data, "auto", "auto", cache, "-", env)
-    print(f"{'':34} {'process s':>9} {'work s':>9} {'caller MiB':>10}  per-worker peak MiB")
-    for label, r in (
-        ("1 worker, no cache", one),
-        ("2 workers, cold cache", two),
-        ("re-analysis, warm cache", warm),
-    ):
-        wp = ", ".join(f"{m:.0f}" for m in r["worker_peaks_mib"]) or "-"
-        print(
-            f"{label:34} {r['wall_s']:9.2f} {r['work_s']:9.2f} {r['peak_kib'] / 1024:10.0f}  "
-            f"{wp}  [{r['scheduler']} x{r['workers']}, ranks {r['ranks']}, errors "
-            f"{r['errors']}, {r['statuses']}, summary {r['check']}]"
-        )
     print(
-        f"ratio 1 / 2 workers: {one['work_s'] / two['work_s']:.2f}x work time "
-        "(the 2-worker run also writes the cache; target >= 1.7x)"
+        f"{'':26} {'process s':>9} {'work s':>8} {'CPU s':>7} {'CPU use':>7} {'load':>9} "
+        f"{'caller MiB':>10}  per-worker peak MiB"
+    )
+
+    def show(label: str, r: dict[str, Any]) -> None:
+        wp = ", ".join(f"{m:.0f}" for m in r["worker_peaks_mib"]) or "-"
+        use = r["cpu_s"] / (r["work_s"] * r["workers"])
+        print(
+            f"{label:26} {r['wall_s']:9.1f} {r['work_s']:8.1f} {r['cpu_s']:7.0f} {use:7.0%} "
+            f"{r['load'][0]:4.1f}-{r['load'][1]:<4.1f} {r['peak_kib'] / 1024:10.0f}  {wp}  "
+            f"[{r['scheduler']} x{r['workers']}, ranks {r['ranks']}, errors {r['errors']}, "
+            f"{r['statuses']}, summary {r['check']}]"
+        )
+
+    runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+    for _ in range(repeat):  # interleaved, so that other jobs' load hits both alike
+        for w in ("1", "2"):
+            runs[w].append(_analyze(data, "processes", w, "-", "-", env))
+            show(f"{w} worker{'s' if w == '2' else ''}, no cache", runs[w][-1])
+    with tempfile.TemporaryDirectory() as cache:
+        cold = _analyze(data, "auto", "2", cache, "-", env)
+        show("2 workers, cold cache", cold)
+        warm = _analyze(data, "auto", "auto", cache, "-", env)
+        show("re-analysis, warm cache", warm)
+    print(
+        f"ratio 1 / 2 workers: {_med(runs['1'], 'work_s') / _med(runs['2'], 'work_s'):.2f}x "
+        f"work time (median of {repeat}; target >= 1.7x); CPU use is CPU-seconds / (work "
+        "time x workers): below 100 % the workers waited for a CPU held by other processes"
     )
     print(
-        f"ratio first / re-analysis: {two['work_s'] / warm['work_s']:.1f}x work time, "
-        f"{two['wall_s'] / warm['wall_s']:.1f}x process time (target >= 20x)"
+        f"ratio first / re-analysis: {cold['work_s'] / warm['work_s']:.1f}x work time, "
+        f"{cold['wall_s'] / warm['wall_s']:.1f}x process time (target >= 20x)"
     )
 
 
@@ -251,14 +272,15 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="existing rank-*.json.gz folder for part C")
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--target-mb", type=float, default=50.0)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool in parts A and B")
+    ap.add_argument("--repeat-c", type=int, default=2, help="1- and 2-worker runs in part C")
     ap.add_argument("--small", action="store_true", help="8 small ranks, 1 repeat")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--parts", default="ABC", help="which parts to run (default ABC)")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/hta-venv"))
     a = ap.parse_args()
     if a.small:
-        a.ranks, a.target_mb, a.repeat = 8, 0.0, 1
+        a.ranks, a.target_mb, a.repeat, a.repeat_c = 8, 0.0, 1, 1
     if not a.trace.exists():
         sys.exit(f"{a.trace}: no such file (set GPUSCOPE_SHARED or pass --trace)")
     env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1", PYTHONPATH=str(REPO))
@@ -284,7 +306,7 @@ def main() -> None:
         part_b(a.trace, a.repeat, env)
     if "C" in a.parts:
         if a.data is not None:
-            part_c(a.data, env)
+            part_c(a.data, a.repeat_c, env)
         else:
             sys.path.insert(0, str(HERE))
             from scale_generator import generate
@@ -293,7 +315,7 @@ def main() -> None:
                 t = time.perf_counter()
                 generate(Path(tmp), a.ranks, a.target_mb)
                 print(f"(generated in {time.perf_counter() - t:.0f} s)")
-                part_c(Path(tmp), env)
+                part_c(Path(tmp), a.repeat_c, env)
     with open("/proc/loadavg") as f:
         print(f"load average at the end: {' '.join(f.read().split()[:3])}")
 

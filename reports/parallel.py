@@ -7,8 +7,9 @@ but never holds more than one rank's Trace per worker:
   their ranks are assigned across files): load the Traces through the parse cache
   (:mod:`collectors.cache`), compute every per-rank section of
   :data:`reports.summary.RANK_SECTIONS`, and return the rank's JSON entry plus the small inputs
-  the cross-rank sections need (:data:`RUN_REDUCERS`: the trace meta, and for ``comm_skew`` the
-  rank's window collectives with GPU work — tens of KB, not the trace).
+  the cross-rank sections need (:data:`RUN_REDUCERS`: the trace meta; for ``comm_skew`` the
+  rank's window collectives with GPU work; for ``run`` the rank's own object — KB, not the
+  trace).  With the cache, both are stored per input and reused while nothing changed.
 * **reduce** (in the calling process): order the ranks as ``load_traces`` does, reject a second
   file claiming a rank, and run :data:`reports.summary.RUN_SECTIONS` on stand-in Traces built
   from those inputs.  A run section without a reducer is computed from whole Traces re-read in
@@ -16,9 +17,10 @@ but never holds more than one rank's Trace per worker:
 
 Executors: ``scheduler=None`` runs the tasks in a pool of ``spawn`` worker processes sized from
 the CPUs, the available memory and an estimated per-task peak (in this process when there is
-one task or one worker); ``"processes"`` forces the pool, ``"sync"`` forces this process;
-an address (``tcp://host:8786``) runs them on that Dask distributed cluster, whose workers must
-see the input files (and the cache directory) at the same paths.
+one task or one worker, or every task's results are cached); ``"processes"`` forces the
+pool, ``"sync"`` forces this process; an address (``tcp://host:8786``) runs them on that Dask
+distributed cluster, whose workers must see the input files (and the cache directory) at the
+same paths.
 
 A file that cannot be read does not stop the others: it is reported in
 :attr:`ParallelResult.errors` by path, and the summary covers the rest (recommended exit code 2,
@@ -38,6 +40,7 @@ import os
 import pickle
 import struct
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -672,8 +675,9 @@ def _run_dask(
         raise UsageError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
     with client:
         threads = sum(client.nthreads().values())
+        run_id = uuid.uuid4().hex[:12]
         futures = [
-            client.submit(run_unit, u, i, *args, pure=False, key=f"gpuscope-unit-{i}-{os.getpid()}")
+            client.submit(run_unit, u, i, *args, pure=False, key=f"gpuscope-{run_id}-{i}")
             for i, u in enumerate(units)
         ]
         index = {f.key: i for i, f in enumerate(futures)}
