@@ -9,7 +9,7 @@ SQLite failure into a one-line :class:`~collectors.errors.InputError` naming the
 Reads are columnar: :meth:`NsysDb.int_columns` runs one ``SELECT`` and returns one int64 numpy
 array per column (NULL → ``-1``, absent optional column → all ``-1``).  The cells come through the
 ADBC SQLite driver as Arrow batches when ``adbc-driver-sqlite`` is installed (no Python object per
-cell: about half the CPU time of the DB-API on 1M kernels, docs/performance-nsys.md), else through
+cell: about half the CPU time of the DB-API on 1M kernels, docs/performance.md), else through
 the DB-API cursor of the SQLAlchemy connection; both open the file read-only and give the same
 arrays (``tests/test_nsys_arrow_reads.py``).
 """
