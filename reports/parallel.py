@@ -69,10 +69,12 @@ ProgressFn = Callable[[int, int, str], None]
 """``progress(done, total, label)``: called once per finished input (label = its file name)."""
 
 WORKER_BASE_BYTES = 200 * 2**20
-"""Resident memory of an idle worker (Python + pandas + pyarrow + gpuscope's modules)."""
+"""Planned memory of a worker before its task (measured: about 125 MiB with gpuscope's modules
+imported; the rest is margin)."""
 PARSE_BYTES_PER_JSON_BYTE = 5.0
-"""Peak bytes of parsing + analysing per byte of uncompressed Kineto JSON (measured: about
-4x on the largest shared trace, docs/performance-scale.md; 5 keeps a margin)."""
+"""Planned peak bytes of parsing + analysing per byte of uncompressed Kineto JSON.  With the
+base above this over-plans the measured peaks by 6 % (46.9 MB generated ranks: 401 MiB) and
+34 % (the 86.9 MB MTIA trace: 460 MiB); docs/performance-scale.md §C."""
 PARSE_BYTES_PER_SQLITE_BYTE = 4.0
 """The same per byte of Nsight Systems SQLite export."""
 CACHED_BYTES_PER_ENTRY_BYTE = 4.0
