@@ -89,10 +89,10 @@ def test_one_corrupt_file_among_the_ranks_is_named_and_the_rest_analysed(
     assert [c[:2] for c in calls] == [(i, RANKS + 1) for i in range(1, RANKS + 2)]
     assert bad.name in {c[2] for c in calls}
 
-    again = analyze_paths([d], cache_dir=tmp_path / "cache")  # per-rank results now cached
+    # again, from the cache the workers filled (which cache level answers is tested in
+    # test_cached_reanalysis_...: a concurrent edit of the sources can change the keys here)
+    again = analyze_paths([d], cache_dir=tmp_path / "cache")
     assert again.summary == res.summary
-    assert again.scheduler == "in-process"
-    assert sorted(u.cache_status or "" for u in again.units) == [""] + ["results"] * RANKS
     assert [e.path for e in again.errors] == [str(bad)]
 
 
@@ -117,9 +117,11 @@ def test_cached_reanalysis_reads_results_then_traces_and_changes_nothing(
     first = analyze_paths([d], scheduler="sync", cache_dir=cache)
     assert first.summary == build_summary(load_traces([d]))
     assert [u.cache_status for u in first.units] == ["built"] * 3
-    second = analyze_paths([d], scheduler="sync", cache_dir=cache)
+    second = analyze_paths([d], cache_dir=cache)  # default executor: no pool needed
     assert [u.cache_status for u in second.units] == ["results"] * 3
     assert second.summary == first.summary
+    assert second.scheduler == "in-process"
+    assert any("cached" in n for n in second.notes)
     from collectors.cache import TraceCache
 
     TraceCache(cache).results.clear()
