@@ -452,16 +452,20 @@ def run_unit(
     except MemoryError:
         out.error = FileError(_unit_path(unit), "out of memory while analysing it", "InputError")
     except Exception as e:  # a bug: report it against the file instead of losing the run
-        out.error = FileError(
-            _unit_path(unit),
-            f"internal error while analysing it ({type(e).__name__}: {e}); please report it",
-            "internal",
-        )
+        out.error = _internal(unit, e)
     if out.error is not None:
         out.entries, out.digests = [], []
     out.seconds = time.perf_counter() - t0
     out.peak_rss_bytes = _peak_rss() if measured else None
     return out
+
+
+def _internal(unit: Unit, e: BaseException) -> FileError:
+    return FileError(
+        _unit_path(unit),
+        f"internal error while analysing it ({type(e).__name__}: {e}); please report it",
+        "internal",
+    )
 
 
 def _unit_path(unit: Unit) -> str:
@@ -634,6 +638,8 @@ def _run_local(
                     done(f.result())
                 except BrokenProcessPool:
                     broken.append(i)
+                except Exception as e:  # the task's arguments or result failed to pickle
+                    done(UnitResult(index=i, error=_internal(units[i], e)))
     # a worker died (killed for memory?): retry those inputs one at a time, alone
     for i in broken:
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
@@ -650,6 +656,14 @@ def _run_local(
                         ),
                     )
                 )
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value, protocol=5)
+    except Exception:
+        return False
+    return True
 
 
 def _size(unit: Unit) -> int:
@@ -678,10 +692,15 @@ def _run_dask(
     with client:
         threads = sum(client.nthreads().values())
         run_id = uuid.uuid4().hex[:12]
-        futures = [
-            client.submit(run_unit, u, i, *args, pure=False, key=f"gpuscope-{run_id}-{i}")
-            for i, u in enumerate(units)
-        ]
+        try:
+            futures = [
+                client.submit(run_unit, u, i, *args, pure=False, key=f"gpuscope-{run_id}-{i}")
+                for i, u in enumerate(units)
+            ]
+        except Exception as e:  # arguments Dask cannot serialize
+            raise UsageError(
+                f"cannot send the analysis to the Dask cluster ({type(e).__name__}: {e})"
+            ) from None
         index = {f.key: i for i, f in enumerate(futures)}
         for fut in as_completed(futures, loop=client.loop):
             i = index[fut.key]
@@ -761,6 +780,9 @@ def analyze_paths(
         cached = scheduler is None and _results_cached(units, options, extras, cache_root)
         if cached:
             notes.append("every input's per-rank results are cached: read in this process")
+        elif scheduler != "sync" and not _picklable((options, extras)):
+            notes.append("the side inputs (extras) cannot be sent to worker processes: ran here")
+            scheduler = "sync"
         if scheduler == "sync" or (
             scheduler != "processes" and (n == 1 or len(units) == 1 or cached)
         ):

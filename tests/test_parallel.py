@@ -227,3 +227,13 @@ def test_peak_estimate_reads_the_uncompressed_size_of_gzip_files(tmp_path: Path)
     assert parallel._json_bytes(p) == 3_000_000
     est = parallel.estimate_peak_bytes(Unit("kineto", (p,)), None)
     assert est == parallel.WORKER_BASE_BYTES + int(parallel.PARSE_BYTES_PER_JSON_BYTE * 3_000_000)
+
+
+def test_side_inputs_that_cannot_go_to_workers_are_used_in_this_process(tmp_path: Path) -> None:
+    for r in range(3):
+        write_json(tmp_path / f"rank-{r}.json", tiny_trace(r))
+    extras = {"callback": lambda: None}  # cannot be pickled for a worker process
+    res = analyze_paths([tmp_path], extras=extras, workers=2, use_cache=False)
+    assert res.scheduler == "in-process"
+    assert any("extras" in n for n in res.notes)
+    assert res.summary == build_summary(load_traces([tmp_path]), None, extras)
