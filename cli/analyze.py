@@ -43,6 +43,15 @@ GPU_HELP = (
     "GPU model whose peaks are the roofline ceilings of the --ncu report (a name from "
     "`gpuscope roofline --list-gpus`); by default the file's own ceilings are used."
 )
+SCHEDULER_HELP = (
+    "Run the per-rank work on an existing Dask distributed cluster (tcp://HOST:PORT).  By "
+    "default local worker processes are used, sized from CPUs and available memory."
+)
+WORKERS_HELP = "Number of local worker processes (default: from CPUs and available memory)."
+NO_CACHE_HELP = (
+    "Neither read nor write the parsed-trace cache (~/.cache/gpuscope or GPUSCOPE_CACHE_DIR; "
+    "see docs/scale.md)."
+)
 PEAKS_HELP = (
     "A TOML file of GPU peak figures overriding the built-in table (see docs/efficiency.md)."
 )
@@ -55,30 +64,6 @@ def _check_options(hta_version: str) -> None:
         )
 
 
-def _load(paths: list[str]) -> list[Any]:
-    """Load every input with a progress bar on stderr when it is a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from collectors.load import load_traces
-
-    err = Console(stderr=True)
-    with Progress(
-        TextColumn("loading {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
-        task = bar.add_task("traces", total=None)
-
-        def progress(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        return load_traces(paths, progress=progress)
-
-
 def run_analyze(
     paths: list[str],
     json_out: Path | None = None,
@@ -88,6 +73,9 @@ def run_analyze(
     html: Path | None = None,
     gpu: str | None = None,
     peaks: Path | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    no_cache: bool = False,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
@@ -100,7 +88,8 @@ def run_analyze(
 
     from analyzers.options import AnalysisOptions
     from reports.console import print_summary
-    from reports.summary import build_summary, write_summary
+    from reports.parallel import analyze_paths, progress_bar
+    from reports.summary import write_summary
 
     extras: dict[str, Any] = {}
     if ncu is not None:
@@ -113,9 +102,21 @@ def run_analyze(
         from analyzers.gpu_peaks import load_peaks
 
         extras["gpu_peaks"] = load_peaks(peaks)
-    traces = _load(paths)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {workers}")
     options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
-    summary = build_summary(traces, options, extras)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with progress_bar(err) as progress:
+        result = analyze_paths(
+            paths,
+            options,
+            extras,
+            scheduler=scheduler,
+            workers=workers,
+            use_cache=not no_cache,
+            progress=progress,
+        )
+    summary = result.summary
     written: list[Path] = []
     if json_out is not None:
         try:
@@ -130,6 +131,10 @@ def run_analyze(
     print_summary(summary, out)
     for p in written:
         out.print(f"Wrote {p}", markup=False)
+    if result.errors:  # the readable inputs were analysed and written; say what was not
+        for e in result.errors:
+            err.print(f"gpuscope: error: {e.line()}", markup=False)
+        raise typer.Exit(result.exit_code)
     return summary
 
 
@@ -156,6 +161,13 @@ def register(app: typer.Typer) -> None:
         peaks: Annotated[
             Path | None, typer.Option("--peaks", metavar="FILE.toml", help=PEAKS_HELP)
         ] = None,
+        scheduler: Annotated[
+            str | None, typer.Option("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
+        ] = None,
+        workers: Annotated[
+            int | None, typer.Option("--workers", metavar="N", help=WORKERS_HELP)
+        ] = None,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -163,4 +175,16 @@ def register(app: typer.Typer) -> None:
         docs/metrics.md; the breakdown and overlap reproduce Holistic Trace Analysis (HTA)
         with exact times.
         """
-        run_analyze(paths, json_out, all_events, hta_version, ncu, html, gpu, peaks)
+        run_analyze(
+            paths,
+            json_out,
+            all_events,
+            hta_version,
+            ncu,
+            html,
+            gpu,
+            peaks,
+            scheduler=scheduler,
+            workers=workers,
+            no_cache=no_cache,
+        )

@@ -41,3 +41,11 @@ def require_service(name: str, available: bool, how: str) -> None:
 @pytest.fixture
 def kineto_dir() -> Path:
     return shared_path("kineto", "hta")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test (and the CLI subprocesses it starts) caches parsed traces in a temporary
+    directory, never in the user's ~/.cache."""
+    if "GPUSCOPE_CACHE_DIR" not in os.environ or not os.environ.get("GPUSCOPE_KEEP_CACHE_DIR"):
+        monkeypatch.setenv("GPUSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

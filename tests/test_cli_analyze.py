@@ -218,7 +218,18 @@ def test_ncu_report_is_read_and_a_missing_one_exits_2(tmp_path: Path) -> None:
     assert str(csv) in out.read_text(encoding="utf-8")  # the report reached the sections
 
 
-HELP_OPTIONS = ["--json", "--all-events", "--hta-version", "--ncu", "--html", "--gpu", "--peaks"]
+HELP_OPTIONS = [
+    "--json",
+    "--all-events",
+    "--hta-version",
+    "--ncu",
+    "--html",
+    "--gpu",
+    "--peaks",
+    "--scheduler",
+    "--workers",
+    "--no-cache",
+]
 
 
 def test_analyze_help_explains_every_option() -> None:
