@@ -270,3 +270,16 @@ def test_bad_peaks_file_exits_2_naming_it(tmp_path: Path) -> None:
     proc = gpuscope("analyze", shared_path(*TRACE_FILTER), "--peaks", bad)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert str(bad) in proc.stderr
+
+
+def test_one_corrupt_file_among_ranks_is_named_and_the_rest_analysed(tmp_path: Path) -> None:
+    for r in range(3):
+        p = tmp_path / f"rank-{r}.json"
+        p.write_text(json.dumps(small_trace(r)), encoding="utf-8")
+    bad = tmp_path / "rank-1.json"
+    bad.write_text("{not json", encoding="utf-8")
+    out = tmp_path / "s.json"
+    proc = gpuscope("analyze", tmp_path, "--json", out, "--workers", "2")
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1 and str(bad) in proc.stderr
+    assert [r["rank"] for r in json.loads(out.read_text(encoding="utf-8"))["ranks"]] == [0, 2]
