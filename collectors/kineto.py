@@ -15,9 +15,11 @@ The mapping is HTA-compatible (reference/metrics.md §1–2) and documented in f
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
-from operator import attrgetter
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +29,22 @@ import pandas as pd
 
 from collectors.errors import InputError
 from collectors.kineto_decode import (
-    ActivityArgs,
-    Event,
-    GpuArgs,
+    COMM_FIELDS,
+    COMM_KEYS,
+    I_TYPES,
+    CEvent,
     InexactTimes,
     KinetoFile,
-    MemoryArgs,
     MetaArgs,
-    comm_args,
+    MEvent,
+    XEvent,
+    comm_scan,
     decimal_us_to_ns,
-    decode,
     decode_args,
-    decode_args_joined,
-    exact_times,
-    read_bytes,
+    has_comm_marker,
     us_to_ns,
 )
+from collectors.kineto_stream import META_NAMES, Chunk, Fallback, stream_chunks, whole_chunks
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 
 ProgressFn = Callable[[int, int, str], None]
@@ -138,9 +140,10 @@ def read_kineto(
         InputError: missing file, corrupt gzip, invalid JSON, not a Kineto trace, no events.
     """
     path = Path(path)
-    data = read_bytes(path)
-    doc = decode(data, path)
-    return _build_trace(doc, data, path, rank=rank, include_python=include_python)
+    try:
+        return _read(stream_chunks(path), path, rank, include_python, streaming=True)
+    except Fallback:
+        return _read(whole_chunks(path), path, rank, include_python, streaming=False)
 
 
 def rank_from_filename(name: str) -> int | None:
@@ -156,98 +159,371 @@ def rank_from_filename(name: str) -> int | None:
 # building the tables
 
 
-class _Clock:
-    """Exact nanosecond times of events.
+def _skip(_: Any) -> None:
+    pass
 
-    Uses the decoded numbers (:func:`us_to_ns`) and falls back, once per file, to re-reading
-    all times as exact decimals when floats are too large for the float path.
+
+_KINDS = ("kernel", "memcpy", "memset", "sync", "other")
+_MEMCPY = _KINDS.index("memcpy")
+
+
+def _read(
+    chunks: Iterator[Chunk], path: Path, rank: int | None, include_python: bool, *, streaming: bool
+) -> Trace:
+    """Tables from *chunks*; when *streaming*, an InputError means: read the file whole."""
+    tables = _Tables(path, include_python)
+    top: KinetoFile | None = None
+    try:
+        for chunk in chunks:
+            tables.add(chunk)
+            if chunk.top is not None:
+                top = chunk.top
+            del chunk  # not alive while the next one decodes
+    except InputError:
+        if streaming:
+            raise Fallback from None
+        raise
+    assert top is not None
+    return tables.finish(top, rank)
+
+
+class _Tables:
+    """The rows of every table, gathered chunk by chunk as numpy columns.
+
+    Names and categories are kept as ids into one table per file (:attr:`names`,
+    :attr:`cats`); each table's categoricals are built at the end, categories in order of first
+    appearance in that table.
     """
 
-    def __init__(self, events: list[Event], data: bytes, path: Path) -> None:
-        self.events = events
-        self.data = data
+    def __init__(self, path: Path, include_python: bool) -> None:
         self.path = path
-        self._exact: tuple[list[Any], list[Any]] | None = None
+        self.include_python = include_python
+        self.names: dict[str, int] = {}
+        self.cats: dict[str, int] = {}
+        self._flags: dict[str, np.ndarray] = {}
+        self.gpu: list[dict[str, Any]] = []
+        self.host: list[dict[str, Any]] = []
+        self.gpu_user: list[dict[str, Any]] = []
+        self.counters: list[tuple[list[str], np.ndarray, list[float], list[int]]] = []
+        self.memory: list[tuple[list[str], np.ndarray, list[float], list[int]]] = []
+        self.metas: dict[Any, MEvent] = {}
+        self.compact: dict[bytes, str | None] = {b"": None}
+        self.copy_kind_of_name: dict[int, str | None] = {}
+        self.n_acts = 0
 
-    def ns(
-        self, rows: list[Event], field: str, positions: Sequence[int] | None = None
-    ) -> np.ndarray:
-        """Times of *rows* (a sub-list of the events, at *positions*; found when omitted)."""
-        values = list(map(attrgetter(field), rows))
+    # -- per chunk
+
+    def add(self, chunk: Chunk) -> None:
+        """Add one chunk's rows (activity rows, counters, metadata)."""
+        xs: list[XEvent] = []
+        metas: list[MEvent] = []
+        others: list[Any] = []
+        put = {chunk.xcls: xs.append, MEvent: metas.append, CEvent: others.append}
+        put.update(dict.fromkeys(I_TYPES, others.append))
+        skip = _skip
+        for e in chunk.events:  # one pass (three list comprehensions cost three times more)
+            put.get(e.__class__, skip)(e)
+        if metas:
+            self._add_metas(metas)
+        others = [e for e in others if e.ts is not None]
+        if others:
+            self._add_counters(others, chunk)
+        # activity rows (HTA): ph "X" with dur and cat, cat != "Trace"
+        acts = [
+            e
+            for e in xs
+            if e.dur is not None
+            and e.ts is not None
+            and e.cat.__class__ is str
+            and e.cat != "Trace"
+        ]
+        if acts:
+            self.n_acts += len(acts)
+            self._add_activities(acts, chunk)
+
+    def _add_metas(self, metas: list[MEvent]) -> None:
+        """Last event per (name, pid, tid), keys in order of first appearance; their ``args``
+        copied out of the chunk's text."""
+        try:
+            last = {(e.name, e.pid, e.tid): e for e in metas}
+        except TypeError:  # an unhashable name/pid/tid: skip that event
+            last = {}
+            for e in metas:
+                with contextlib.suppress(TypeError):
+                    last[e.name, e.pid, e.tid] = e
+        for e in last.values():
+            e.args = msgspec.Raw(bytes(e.args))
+        self.metas.update(last)
+
+    def _ns(self, rows: list[Any], field: str, chunk: Chunk, *, acts: bool = False) -> np.ndarray:
+        """Exact ns of *rows*' ``ts``/``dur`` (*acts*: the chunk's activity rows); re-read as
+        decimals when floats are too large."""
+        values = [e.ts for e in rows] if field == "ts" else [e.dur for e in rows]
         try:
             return us_to_ns(values, self.path, field)
         except InexactTimes:
-            if self._exact is None:
-                self._exact = exact_times(self.data, self.path)
-            if positions is None:
-                where = {id(e): i for i, e in enumerate(self.events)}
-                positions = [where[id(e)] for e in rows]
-            col = self._exact[0 if field == "ts" else 1]
-            return decimal_us_to_ns([col[i] for i in positions])
+            col = None
+            if acts:
+                ts, dur = chunk.exact_activity_times()
+                col = ts if field == "ts" else dur
+            if col is None or len(col) != len(rows):
+                every = chunk.exact_times()
+                col = [getattr(every[i], field) for i in chunk.positions(rows)]
+            return decimal_us_to_ns(col)
+
+    @staticmethod
+    def _ids(table: dict[str, int], values: list[Any]) -> np.ndarray:
+        """Ids of *values* in *table*, new strings added (non-strings count as ``""``)."""
+        add = table.setdefault
+        try:
+            ids = np.fromiter(map(table.get, values, repeat(-1)), np.int64, len(values))
+        except TypeError:  # an unhashable value: one by one
+            keys = [v if v.__class__ is str else "" for v in values]
+            return np.array([add(k, len(table)) for k in keys], dtype=np.int64)
+        new = np.flatnonzero(ids < 0).tolist()
+        if new:
+            keys = [v if v.__class__ is str else "" for v in map(values.__getitem__, new)]
+            for k in dict.fromkeys(keys):
+                add(k, len(table))
+            ids[new] = list(map(table.__getitem__, keys))
+        return ids
+
+    def _cat_flags(self) -> dict[str, np.ndarray]:
+        """Per category id: host category, cuda_sync, gpu_user_annotation, python_function,
+        and the ``gpu.kind`` index."""
+        if len(self._flags.get("kind", ())) != len(self.cats):
+            cats = list(self.cats)
+            self._flags = {
+                "host": np.array([c in HOST_CATS for c in cats], dtype=bool),
+                "sync": np.array([c == "cuda_sync" for c in cats], dtype=bool),
+                "gpu_user": np.array([c == "gpu_user_annotation" for c in cats], dtype=bool),
+                "python": np.array([c == "python_function" for c in cats], dtype=bool),
+                "kind": np.array(
+                    [_KINDS.index(GPU_KIND_BY_CAT.get(c, "other")) for c in cats], np.int64
+                ),
+            }
+        return self._flags
+
+    def _add_activities(self, acts: list[XEvent], chunk: Chunk) -> None:
+        """Split the chunk's activity rows into ``gpu``, ``host`` and ``gpu_user`` rows."""
+        start = self._ns(acts, "ts", chunk, acts=True)
+        end = start + self._ns(acts, "dur", chunk, acts=True)
+        args = [e.args for e in acts]
+        cat = self._ids(self.cats, [e.cat for e in acts])
+        flags = self._cat_flags()
+        stream = _ints([a.stream for a in args])
+        is_gpu = ((stream != -1) & ~flags["host"][cat]) | flags["sync"][cat]
+        is_gpu_user = flags["gpu_user"][cat] & ~is_gpu
+        is_host = ~is_gpu & ~is_gpu_user
+        if not self.include_python:
+            is_host &= ~flags["python"][cat]
+        name = self._ids(self.names, [e.name for e in acts])
+        comms = self._comms(acts, args, chunk)
+        cols = _Activities(acts, args, name, cat, start, end, stream, comms)
+        if is_gpu.any():
+            self.gpu.append(self._gpu_part(cols, np.flatnonzero(is_gpu)))
+        if is_host.any():
+            self.host.append(self._host_part(cols, np.flatnonzero(is_host)))
+        if is_gpu_user.any():
+            self.gpu_user.append(_gpu_user_part(cols, np.flatnonzero(is_gpu_user)))
+
+    def _comms(
+        self, acts: list[XEvent], args: list[Any], chunk: Chunk
+    ) -> dict[int, dict[str, Any]]:
+        """``{row: comm dict}`` of the chunk's activity rows (see :func:`comm_args`)."""
+        known = chunk.comms
+        if known is None:
+            # the XArgsComm fields, when they account for every COMM_SCAN text in the chunk: then
+            # no marker key hides in a string or a nested object of an activity's args (without
+            # a backslash in the text, each such field is one COMM_SCAN text: no \u escapes)
+            some, found = comm_scan(args)
+            assert chunk.text is not None
+            if found == chunk.markers and b"\\" not in chunk.text:
+                return {
+                    i: {
+                        k: msgspec.json.decode(raw)
+                        for k, f in zip(COMM_KEYS, COMM_FIELDS, strict=True)
+                        if (raw := getattr(args[i], f))
+                    }
+                    for i in some
+                    if has_comm_marker(args[i])
+                }
+            known = chunk.generic_comms()
+        if not known:
+            return {}
+        return {i: known[p] for i, p in enumerate(chunk.positions(acts)) if p in known}
+
+    def _gpu_part(self, cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+        rows, a = cols.rows(idx)
+        name = cols.name[idx]
+        kind = self._cat_flags()["kind"][cols.cat[idx]] if len(idx) else np.zeros(0, np.int64)
+        grid = _triples([g.grid for g in a])
+        block = _triples([g.block for g in a])
+        return {
+            "name": name,
+            "kind": kind,
+            "start_ns": cols.start[idx],
+            "end_ns": cols.end[idx],
+            "device": _ints(
+                [g.device if g.device is not None else e.pid for g, e in zip(a, rows, strict=True)]
+            ),
+            "stream": cols.stream[idx],
+            "correlation": cols.correlation[idx],
+            "external_id": cols.external_id[idx],
+            "grid_x": grid[0],
+            "grid_y": grid[1],
+            "grid_z": grid[2],
+            "block_x": block[0],
+            "block_y": block[1],
+            "block_z": block[2],
+            "registers_per_thread": _ints([g.registers for g in a]),
+            "shared_mem_bytes": _ints([g.shared_memory for g in a]),
+            "bytes": _ints([g.bytes for g in a]),
+            "copy_kind": self._copy_kinds(name, kind, a),
+            "est_achieved_occupancy": _floats([g.occupancy for g in a]),
+            "blocks_per_sm": _floats([g.blocks_per_sm for g in a]),
+            "warps_per_sm": _floats([g.warps_per_sm for g in a]),
+            "comm_args": cols.comm(idx),
+        }
+
+    def _copy_kinds(self, name: np.ndarray, kind: np.ndarray, a: list[Any]) -> list[str | None]:
+        """Memcpy direction from the name (``Memcpy HtoD (Pinned -> Device)`` → ``HtoD``), else
+        from ``args.kind`` (ROCm writes ``"HtoD"`` there); None for non-memcpy rows."""
+        out: list[str | None] = [None] * len(name)
+        by_name = self.copy_kind_of_name
+        strings: list[str] | None = None
+        for i in np.flatnonzero(kind == _MEMCPY).tolist():
+            n = int(name[i])
+            if n not in by_name:
+                strings = strings or list(self.names)
+                m = COPY_KIND_RE.match(strings[n])
+                by_name[n] = m.group(1) if m else None
+            ck = by_name[n]
+            k = a[i].kind
+            if ck is None and k.__class__ is str and k in COPY_KINDS:
+                ck = k
+            out[i] = ck
+        return out
+
+    def _host_part(self, cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+        a = cols.args_at(idx)
+        return {
+            "name": cols.name[idx],
+            "cat": cols.cat[idx],
+            "start_ns": cols.start[idx],
+            "end_ns": cols.end[idx],
+            "pid": cols.pid[idx],
+            "tid": cols.tid[idx],
+            "correlation": cols.correlation[idx],
+            "external_id": cols.external_id[idx],
+            "input_dims": self._compact([x.input_dims for x in a]),
+            "input_types": self._compact([x.input_types for x in a]),
+            "comm_args": cols.comm(idx),
+        }
+
+    def _compact(self, raws: list[msgspec.Raw]) -> list[str | None]:
+        """Compact JSON text of undecoded values (``[[2048, 2048]]`` → ``[[2048,2048]]``)."""
+        keys = b"\0".join(raws).split(b"\0") if raws else []  # JSON text holds no NUL byte
+        memo = self.compact
+        for k in set(keys).difference(memo):
+            memo[k] = msgspec.json.encode(msgspec.json.decode(k)).decode()
+        return list(map(memo.__getitem__, keys))
+
+    def _add_counters(self, others: list[Any], chunk: Chunk) -> None:
+        """``ph == "C"`` counter series and the ``[memory]`` instant events of ``profile_memory``.
+
+        A ``C`` event yields one row per numeric ``args`` entry, named after the event when it
+        has one entry and ``"<event>.<key>"`` otherwise (device -1).  A ``[memory]`` event yields
+        ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
+        """
+        names: list[str] = []
+        at: list[Any] = []
+        values: list[float] = []
+        devices: list[int] = []
+        for e in others:
+            if e.__class__ is not CEvent or not isinstance(e.args, dict):
+                continue
+            nums = {k: v for k, v in e.args.items() if v.__class__ in (int, float)}
+            base = e.name if e.name.__class__ is str else "counter"
+            for k, v in nums.items():
+                names.append(base if len(nums) == 1 else f"{base}.{k}")
+                at.append(e)
+                values.append(float(v))
+                devices.append(-1)
+        if names:
+            self.counters.append((names, self._ns(at, "ts", chunk), values, devices))
+        names, at, values, devices = [], [], [], []
+        for e in others:
+            if e.__class__ not in I_TYPES or e.name != "[memory]":
+                continue
+            m = e.args
+            dev = m.device_id if m.device_id.__class__ is int else -1
+            for label, v in (
+                ("Total Allocated", m.total_allocated),
+                ("Total Reserved", m.total_reserved),
+            ):
+                if v.__class__ in (int, float):
+                    names.append(label)
+                    at.append(e)
+                    values.append(float(v))
+                    devices.append(dev)
+        if names:
+            self.memory.append((names, self._ns(at, "ts", chunk), values, devices))
+
+    # -- at the end
+
+    def finish(self, top: KinetoFile, rank: int | None) -> Trace:
+        """The Trace.
+
+        Raises:
+            InputError: no activity or counter rows; malformed ``args`` of a metadata event.
+        """
+        parts = self.counters + self.memory
+        counters = {
+            "name": [n for p in parts for n in p[0]],
+            "ts_ns": np.concatenate([p[1] for p in parts]) if parts else _EMPTY_INTS,
+            "value": np.array([v for p in parts for v in p[2]], dtype=np.float64),
+            "device": np.array([d for p in parts for d in p[3]], dtype=np.int64),
+        }
+        if not self.n_acts and not parts:
+            raise InputError(
+                "trace holds no events (no activity or counter events)", path=self.path
+            )
+        names = np.array(list(self.names), dtype=object)
+        cats = np.array(list(self.cats), dtype=object)
+        empty = _Activities(
+            [], [], _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, {}
+        )
+        gpu = _concat(self.gpu or [self._gpu_part(empty, _EMPTY_INTS)])
+        self.gpu.clear()
+        gpu["name"] = _categorical(gpu["name"], names)
+        gpu["kind"] = _categorical(gpu["kind"], np.array(_KINDS, dtype=object))
+        gpu["copy_kind"] = pd.Categorical(gpu["copy_kind"])
+        host = _concat(self.host or [self._host_part(empty, _EMPTY_INTS)])
+        self.host.clear()
+        host["name"] = _categorical(host["name"], names)
+        host["cat"] = _categorical(host["cat"], cats)
+        _mark_collectives(host)
+        gpu_user = _concat(self.gpu_user or [_gpu_user_part(empty, _EMPTY_INTS)])
+        gpu_user["name"] = names[gpu_user["name"]].tolist()
+        annotations = _annotation_columns(host, gpu_user)
+        metas = [e for e in self.metas.values() if e.name in META_NAMES]
+        meta = _meta(top, self.path, rank, metas, set(self.cats))
+        return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
 
 
-def _build_trace(
-    doc: KinetoFile, data: bytes, path: Path, *, rank: int | None, include_python: bool
-) -> Trace:
-    events: list[Event] = doc.traceEvents or []
-    # activity rows (HTA): ph "X" with dur and cat, cat != "Trace" (inlined: hot loop)
-    acts = [
-        e
-        for e in events
-        if e.ph == "X"
-        and e.dur is not None
-        and e.ts is not None
-        and e.cat.__class__ is str
-        and e.cat != "Trace"
-    ]
-    metas = [
-        e
-        for e in events
-        if e.ph == "M" and e.name in ("process_name", "thread_name", "process_labels")
-    ]
-    others = [e for e in events if e.ph in ("C", "i", "I") and e.ts is not None]
-    clock = _Clock(events, data, path)
-    counters = _counters(others, clock)
-    if not acts and not len(counters["ts_ns"]):
-        raise InputError("trace holds no events (no activity or counter events)", path=path)
-    start = clock.ns(acts, "ts")
-    end = start + clock.ns(acts, "dur")
-    del clock, events, data
-
-    args, joined, offsets = decode_args_joined(acts, ActivityArgs, path)
-    cat = _categorical([e.cat for e in acts])
-    cats = [str(c) for c in cat.categories]
-    cat_codes = cat.codes
-    stream = _ints([a.stream for a in args])
-
-    def cat_mask(pred: Callable[[str], bool]) -> np.ndarray:
-        return np.array([pred(c) for c in cats] + [False], dtype=bool)[cat_codes]
-
-    is_gpu = ((stream != -1) & ~cat_mask(lambda c: c in HOST_CATS)) | cat_mask(
-        lambda c: c == "cuda_sync"
-    )
-    is_gpu_user = cat_mask(lambda c: c == "gpu_user_annotation") & ~is_gpu
-    is_host = ~is_gpu & ~is_gpu_user
-    if not include_python:
-        is_host &= ~cat_mask(lambda c: c == "python_function")
-    comms = comm_args(acts, joined, offsets)
-    del joined, offsets
-
-    cols = _Activities(acts, args, start, end, stream, comms)
-    gpu = _gpu_columns(cols, np.flatnonzero(is_gpu), path)
-    host = _host_columns(cols, np.flatnonzero(is_host))
-    annotations = _annotation_columns(cols, host, np.flatnonzero(is_gpu_user))
-    meta = _meta(doc, path, rank, metas, set(cats))
-    return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
+_EMPTY_INTS = np.zeros(0, dtype=np.int64)
 
 
 class _Activities:
-    """Columns shared by every activity row, and row selection by positions."""
+    """One chunk's activity rows and the columns every table takes from them."""
 
     def __init__(
         self,
-        acts: list[Event],
+        acts: list[XEvent],
         args: list[Any],
+        name: np.ndarray,
+        cat: np.ndarray,
         start: np.ndarray,
         end: np.ndarray,
         stream: np.ndarray,
@@ -255,30 +531,86 @@ class _Activities:
     ) -> None:
         self.acts = acts
         self.args = args
+        self.name = name
+        self.cat = cat
         self.start = start
         self.end = end
         self.stream = stream
         self.comms = comms
+        self.pid = _ints([e.pid for e in acts])
+        self.tid = _ints([e.tid for e in acts])
+        self.correlation = _ints([a.correlation for a in args])
+        self.external_id = _external_ids(args)
 
-    def rows(self, idx: np.ndarray) -> tuple[list[Event], list[Any]]:
-        acts, args = self.acts, self.args
-        return [acts[i] for i in idx.tolist()], [args[i] for i in idx.tolist()]
+    def rows(self, idx: np.ndarray) -> tuple[list[XEvent], list[Any]]:
+        """The events and ``args`` at *idx*."""
+        return _pick(self.acts, idx), _pick(self.args, idx)
+
+    def args_at(self, idx: np.ndarray) -> list[Any]:
+        """The ``args`` at *idx*."""
+        return _pick(self.args, idx)
 
     def comm(self, idx: np.ndarray) -> list[dict[str, Any] | None]:
-        if not self.comms:
-            return [None] * len(idx)
-        get = self.comms.get
-        return [get(i) for i in idx.tolist()]
+        """``comm_args`` of the rows at *idx* (sorted positions)."""
+        out: list[dict[str, Any] | None] = [None] * len(idx)
+        if self.comms:
+            hits = np.fromiter(self.comms, np.int64, len(self.comms))
+            at = np.searchsorted(idx, hits)
+            for i, j in zip(hits.tolist(), at.tolist(), strict=True):
+                if j < len(idx) and idx[j] == i:
+                    out[j] = self.comms[i]
+        return out
 
 
-def _categorical(values: list[Any]) -> pd.Categorical:
-    """Strings → categorical (interned names), categories in order of first appearance."""
-    codes, uniques = pd.factorize(np.array(values, dtype=object))
-    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object).astype(str))
+def _pick(values: list[Any], idx: np.ndarray) -> list[Any]:
+    if len(idx) < 2:
+        return [values[i] for i in idx.tolist()]
+    return list(itemgetter(*idx.tolist())(values))
 
 
-def _names(rows: list[Event]) -> pd.Categorical:
-    return _categorical([e.name if e.name.__class__ is str else "" for e in rows])
+def _gpu_user_part(cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+    tid = cols.tid[idx]
+    stream = cols.stream[idx]
+    return {
+        "name": cols.name[idx],
+        "start_ns": cols.start[idx],
+        "end_ns": cols.end[idx],
+        "pid": cols.pid[idx],
+        "tid": tid,
+        "stream": np.where(stream != -1, stream, tid),
+    }
+
+
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table's columns from its chunks' (numpy arrays or lists)."""
+    out: dict[str, Any] = {}
+    for key, first in parts[0].items():
+        if isinstance(first, np.ndarray):
+            out[key] = np.concatenate([p[key] for p in parts]) if len(parts) > 1 else first
+        else:
+            out[key] = list(chain.from_iterable(p[key] for p in parts))
+    return out
+
+
+def _categorical(ids: np.ndarray, strings: np.ndarray) -> pd.Categorical:
+    """Categorical of ``strings[ids]``, categories in order of first appearance (interned)."""
+    codes, uniques = pd.factorize(ids)
+    return pd.Categorical.from_codes(
+        codes, categories=pd.Index(strings[uniques], dtype=object).astype(str)
+    )
+
+
+def _mark_collectives(host: dict[str, Any]) -> None:
+    """``record_param_comms`` and ``nccl:*`` rows are collectives even without metadata: ``{}``."""
+    names: pd.Categorical = host["name"]
+    is_coll = np.array(
+        [c == "record_param_comms" or c.startswith("nccl:") for c in names.categories] + [False],
+        dtype=bool,
+    )[names.codes]
+    comm = host["comm_args"]
+    for i in np.flatnonzero(is_coll).tolist():
+        if comm[i] is None:
+            comm[i] = {}
 
 
 def _ints(values: list[Any]) -> np.ndarray:
@@ -327,96 +659,7 @@ def _external_ids(args: list[Any]) -> np.ndarray:
     return ext
 
 
-def _gpu_columns(cols: _Activities, idx: np.ndarray, path: Path) -> dict[str, Any]:
-    rows, a = cols.rows(idx)
-    ga = decode_args(rows, GpuArgs, path)
-    names = _names(rows)
-    kinds = _categorical([GPU_KIND_BY_CAT.get(e.cat, "other") for e in rows])
-    device = _ints(
-        [g.device if g.device is not None else e.pid for g, e in zip(ga, rows, strict=True)]
-    )
-    grid = _triples([g.grid for g in ga])
-    block = _triples([g.block for g in ga])
-    return {
-        "name": names,
-        "kind": kinds,
-        "start_ns": cols.start[idx],
-        "end_ns": cols.end[idx],
-        "device": device,
-        "stream": cols.stream[idx],
-        "correlation": _ints([x.correlation for x in a]),
-        "external_id": _external_ids(a),
-        "grid_x": grid[0],
-        "grid_y": grid[1],
-        "grid_z": grid[2],
-        "block_x": block[0],
-        "block_y": block[1],
-        "block_z": block[2],
-        "registers_per_thread": _ints([g.registers for g in ga]),
-        "shared_mem_bytes": _ints([g.shared_memory for g in ga]),
-        "bytes": _ints([g.bytes for g in ga]),
-        "copy_kind": _copy_kinds(names, kinds, ga),
-        "est_achieved_occupancy": _floats([g.occupancy for g in ga]),
-        "blocks_per_sm": _floats([g.blocks_per_sm for g in ga]),
-        "warps_per_sm": _floats([g.warps_per_sm for g in ga]),
-        "comm_args": cols.comm(idx),
-    }
-
-
-def _copy_kinds(names: pd.Categorical, kinds: pd.Categorical, ga: list[Any]) -> pd.Categorical:
-    """Memcpy direction from the name (``Memcpy HtoD (Pinned -> Device)`` → ``HtoD``), else
-    from ``args.kind`` (ROCm writes ``"HtoD"`` there); NaN for non-memcpy rows."""
-    by_name = [m.group(1) if (m := COPY_KIND_RE.match(c)) else None for c in names.categories]
-    out: list[str | None] = [None] * len(names)
-    memcpy = np.flatnonzero(np.asarray(kinds) == "memcpy")
-    codes = names.codes
-    for i in memcpy.tolist():
-        ck = by_name[codes[i]]
-        if ck is None and ga[i].kind in COPY_KINDS:
-            ck = ga[i].kind
-        out[i] = ck
-    return pd.Categorical(out)
-
-
-def _host_columns(cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
-    rows, a = cols.rows(idx)
-    names = _names(rows)
-    # record_param_comms and nccl:* ranges are collectives even without metadata ({})
-    is_coll = np.array(
-        [c == "record_param_comms" or c.startswith("nccl:") for c in names.categories] + [False],
-        dtype=bool,
-    )[names.codes]
-    comm = cols.comm(idx)
-    for i in np.flatnonzero(is_coll).tolist():
-        if comm[i] is None:
-            comm[i] = {}
-    return {
-        "name": names,
-        "cat": _categorical([e.cat for e in rows]),
-        "start_ns": cols.start[idx],
-        "end_ns": cols.end[idx],
-        "pid": _ints([e.pid for e in rows]),
-        "tid": _ints([e.tid for e in rows]),
-        "correlation": _ints([x.correlation for x in a]),
-        "external_id": _external_ids(a),
-        "input_dims": _compact([x.input_dims for x in a]),
-        "input_types": _compact([x.input_types for x in a]),
-        "comm_args": comm,
-    }
-
-
-def _compact(raws: list[msgspec.Raw]) -> list[str | None]:
-    """Compact JSON text of undecoded values (``[[2048, 2048]]`` → ``[[2048,2048]]``)."""
-    keys = [bytes(r) for r in raws]
-    table = {
-        k: msgspec.json.encode(msgspec.json.decode(k)).decode() if k else None for k in set(keys)
-    }
-    return [table[k] for k in keys]
-
-
-def _annotation_columns(
-    cols: _Activities, host: dict[str, Any], gu_idx: np.ndarray
-) -> dict[str, Any]:
+def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[str, Any]:
     """Step (``ProfilerStep#N``), user (``user_annotation``) and ``gpu_user`` annotations."""
     names: pd.Categorical = host["name"]
     step_of_cat = np.array(
@@ -425,72 +668,23 @@ def _annotation_columns(
     )
     host_step = step_of_cat[names.codes]
     is_step = host_step >= 0
-    is_user = (np.asarray(host["cat"]) == "user_annotation") & ~is_step
+    cats: pd.Categorical = host["cat"]
+    user_cat = np.append(np.asarray(cats.categories) == "user_annotation", False)
+    is_user = user_cat[cats.codes] & ~is_step
     pick = np.flatnonzero(is_step | is_user)
 
-    gu_rows, _ = cols.rows(gu_idx)
-    gu_names = [e.name if e.name.__class__ is str else "" for e in gu_rows]
+    gu_names: list[str] = gpu_user["name"]
     gu_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in gu_names]
-    gu_stream = np.where(
-        cols.stream[gu_idx] != -1, cols.stream[gu_idx], _ints([e.tid for e in gu_rows])
-    )
-    kind = np.where(is_step[pick], "step", "user").tolist() + ["gpu_user"] * len(gu_rows)
+    kind = np.where(is_step[pick], "step", "user").tolist() + ["gpu_user"] * len(gu_names)
     return {
-        "name": np.asarray(names)[pick].tolist() + gu_names,
+        "name": np.asarray(names.categories, dtype=object)[names.codes[pick]].tolist() + gu_names,
         "kind": kind,
-        "start_ns": np.concatenate([host["start_ns"][pick], cols.start[gu_idx]]),
-        "end_ns": np.concatenate([host["end_ns"][pick], cols.end[gu_idx]]),
+        "start_ns": np.concatenate([host["start_ns"][pick], gpu_user["start_ns"]]),
+        "end_ns": np.concatenate([host["end_ns"][pick], gpu_user["end_ns"]]),
         "step": np.concatenate([host_step[pick], np.array(gu_step, dtype=np.int64)]),
-        "pid": np.concatenate([host["pid"][pick], _ints([e.pid for e in gu_rows])]),
-        "tid": np.concatenate([host["tid"][pick], _ints([e.tid for e in gu_rows])]),
-        "stream": np.concatenate([np.full(len(pick), -1, np.int64), gu_stream]),
-    }
-
-
-def _counters(others: list[Event], clock: _Clock) -> dict[str, Any]:
-    """``ph == "C"`` counter series and the ``[memory]`` instant events of ``profile_memory``.
-
-    A ``C`` event yields one row per numeric ``args`` entry, named after the event when it has
-    one entry and ``"<event>.<key>"`` otherwise (device -1).  A ``[memory]`` event yields
-    ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
-    """
-    names: list[str] = []
-    at: list[Event] = []
-    values: list[float] = []
-    devices: list[int] = []
-    for e in others:
-        if e.ph != "C" or not e.args:
-            continue
-        try:
-            a = msgspec.json.decode(e.args)
-        except msgspec.DecodeError:
-            continue
-        if not isinstance(a, dict):
-            continue
-        nums = {k: v for k, v in a.items() if v.__class__ in (int, float)}
-        base = e.name if e.name.__class__ is str else "counter"
-        for k, v in nums.items():
-            names.append(base if len(nums) == 1 else f"{base}.{k}")
-            at.append(e)
-            values.append(float(v))
-            devices.append(-1)
-    mem = [e for e in others if e.name == "[memory]" and e.ph in ("i", "I")]
-    for e, m in zip(mem, decode_args(mem, MemoryArgs, clock.path), strict=True):
-        dev = m.device_id if m.device_id.__class__ is int else -1
-        for label, v in (
-            ("Total Allocated", m.total_allocated),
-            ("Total Reserved", m.total_reserved),
-        ):
-            if v.__class__ in (int, float):
-                names.append(label)
-                at.append(e)
-                values.append(float(v))
-                devices.append(dev)
-    return {
-        "name": names,
-        "ts_ns": clock.ns(at, "ts"),
-        "value": np.array(values, dtype=np.float64),
-        "device": np.array(devices, dtype=np.int64),
+        "pid": np.concatenate([host["pid"][pick], gpu_user["pid"]]),
+        "tid": np.concatenate([host["tid"][pick], gpu_user["tid"]]),
+        "stream": np.concatenate([np.full(len(pick), -1, np.int64), gpu_user["stream"]]),
     }
 
 
@@ -499,7 +693,7 @@ def _counters(others: list[Event], clock: _Clock) -> dict[str, Any]:
 
 
 def _meta(
-    doc: KinetoFile, path: Path, rank: int | None, metas: list[Event], cats: set[str]
+    doc: KinetoFile, path: Path, rank: int | None, metas: list[MEvent], cats: set[str]
 ) -> TraceMeta:
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     info_rank = _as_int(info.get("rank")) if info else None
@@ -553,10 +747,9 @@ def _as_int(v: Any) -> int | None:
     return None
 
 
-def _process_thread_names(metas: list[Event], path: Path) -> dict[str, Any]:
+def _process_thread_names(rows: list[MEvent], path: Path) -> dict[str, Any]:
     """``process_names`` {pid: name}, ``process_labels`` {pid: labels}, ``thread_names``
-    {pid: {tid: name}} from the ``M`` events (the last one wins)."""
-    rows = list({(e.name, e.pid, e.tid): e for e in metas}.values())
+    {pid: {tid: name}} from the last ``M`` event of each (name, pid, tid)."""
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
     threads: dict[Any, dict[Any, str]] = {}

@@ -1,15 +1,21 @@
 """Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON and exact µs → ns conversion.
 
 Only the fields the trace model needs are decoded (msgspec Structs; unknown keys are skipped
-without building dicts).  Values whose type differs between producers (``args.stream`` is an
-int on CUDA and the string ``"0x0"`` on ROCm; ``grid`` is a list on kernels and a string on
-Inductor's launcher ops) are typed ``Any`` and normalized column by column afterwards.
+without building dicts).  Events decode into a union tagged by ``ph`` (:data:`EVENTS`): ``X``
+events with their ``args`` in a Struct (:class:`XArgs`), ``M`` events with ``args`` undecoded,
+counters, instants, and an empty Struct for every other phase.  Values whose type differs
+between producers (``args.stream`` is an int on CUDA and the string ``"0x0"`` on ROCm; ``grid``
+is a list on kernels and a string on Inductor's launcher ops) are typed ``Any`` and normalized
+column by column afterwards.  Files that do not fit the typed union (unknown ``ph``, ``args``
+that are not objects) are decoded with the generic :class:`Event` instead.
 """
 
 from __future__ import annotations
 
+import operator
 import zlib
 from decimal import Decimal
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +63,8 @@ COMM_MARKER_KEYS: tuple[str, ...] = (
 era that records metadata writes ``Collective name`` (2.1+) or ``Comms Id`` (2026+); the others
 are kept for partial writers.  (``dtype``/``Rank`` alone also occur on non-collective ops.)"""
 
-_COMM_MARKERS = tuple(f'"{k}"'.encode() for k in COMM_MARKER_KEYS)
+COMM_MARKERS = tuple(f'"{k}"'.encode() for k in COMM_MARKER_KEYS)
+"""The marker keys as they appear in JSON text."""
 
 
 _NO_RAW = msgspec.Raw(b"")
@@ -67,70 +74,201 @@ _NO_RAW = msgspec.Raw(b"")
 NAN = float("nan")
 
 
-def _args_struct(
-    name: str, fields: dict[str, tuple[str, Any]], raw: dict[str, str] | None = None
-) -> type:
-    """A Struct for an ``args`` object: attribute -> (JSON key, default when absent).
-
-    Values are typed ``Any`` (producers disagree on types); integer fields default to -1 and
-    float fields to NaN, so that whole columns usually convert to numpy without a Python pass.
-    *raw* fields are kept as undecoded JSON text (``msgspec.Raw``).
-    """
-    raw = raw or {}
-    return msgspec.defstruct(
-        name,
-        [(attr, Any, default) for attr, (_, default) in fields.items()]
-        + [(attr, msgspec.Raw, _NO_RAW) for attr in raw],
-        rename={**{attr: key for attr, (key, _) in fields.items()}, **raw},
-        gc=False,
-    )
+def _named(default: Any, key: str) -> Any:
+    return msgspec.field(default=default, name=key)
 
 
-ActivityArgs = _args_struct(
-    "ActivityArgs",
-    {
-        "stream": ("stream", -1),
-        "correlation": ("correlation", -1),
-        "external_id": ("External id", -1),
-        "external_id_2022": ("external id", -1),
-    },
-    raw={"input_dims": "Input Dims", "input_types": "Input type"},
+class XArgs(msgspec.Struct, gc=False):
+    """What activity (``ph == "X"``) rows need from ``args``: every row's ids and shapes, and the
+    launch attributes of device rows.  Integers default to -1 and floats to NaN, so that whole
+    columns usually convert to numpy without a Python pass."""
+
+    stream: Any = -1
+    correlation: Any = -1
+    external_id: Any = _named(-1, "External id")
+    external_id_2022: Any = _named(-1, "external id")
+    input_dims: msgspec.Raw = _named(_NO_RAW, "Input Dims")
+    input_types: msgspec.Raw = _named(_NO_RAW, "Input type")
+    device: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = _named(-1, "registers per thread")
+    shared_memory: Any = _named(-1, "shared memory")
+    bytes: Any = -1
+    occupancy: Any = _named(NAN, "est. achieved occupancy %")
+    blocks_per_sm: Any = _named(NAN, "blocks per SM")
+    warps_per_sm: Any = _named(NAN, "warps per SM")
+    kind: Any = None
+
+
+class XArgsComm(XArgs, gc=False):
+    """:class:`XArgs` plus the collective metadata (:data:`COMM_KEYS`, undecoded), for chunks
+    whose text names a collective key (a bigger Struct decodes a little more slowly)."""
+
+    collective_name: msgspec.Raw = _named(_NO_RAW, "Collective name")
+    in_msg_nelems: msgspec.Raw = _named(_NO_RAW, "In msg nelems")
+    out_msg_nelems: msgspec.Raw = _named(_NO_RAW, "Out msg nelems")
+    group_size: msgspec.Raw = _named(_NO_RAW, "Group size")
+    dtype: msgspec.Raw = _named(_NO_RAW, "dtype")
+    in_split_size: msgspec.Raw = _named(_NO_RAW, "In split size")
+    out_split_size: msgspec.Raw = _named(_NO_RAW, "Out split size")
+    global_rank_start: msgspec.Raw = _named(_NO_RAW, "Global rank start")
+    global_rank_stride: msgspec.Raw = _named(_NO_RAW, "Global rank stride")
+    pg_id: msgspec.Raw = _named(_NO_RAW, "Process Group ID")
+    pg_name: msgspec.Raw = _named(_NO_RAW, "Process Group Name")
+    pg_description: msgspec.Raw = _named(_NO_RAW, "Process Group Description")
+    pg_ranks: msgspec.Raw = _named(_NO_RAW, "Process Group Ranks")
+    src_rank: msgspec.Raw = _named(_NO_RAW, "Src Rank")
+    dst_rank: msgspec.Raw = _named(_NO_RAW, "Dst Rank")
+    input_tensors_start: msgspec.Raw = _named(_NO_RAW, "Input Tensors start")
+    output_tensors_start: msgspec.Raw = _named(_NO_RAW, "Output Tensors start")
+    seq: msgspec.Raw = _named(_NO_RAW, "Seq")
+    comms_id: msgspec.Raw = _named(_NO_RAW, "Comms Id")
+    rank: msgspec.Raw = _named(_NO_RAW, "Rank")
+
+
+COMM_FIELDS: tuple[str, ...] = XArgsComm.__struct_fields__[len(XArgs.__struct_fields__) :]
+"""Attribute of :class:`XArgsComm` holding each :data:`COMM_KEYS` value."""
+
+COMM_SCAN: tuple[bytes, ...] = (
+    b'"Collective name"',
+    b'"Comms Id"',
+    b'"In msg nelems"',
+    b'"Process Group ',
 )
-"""What every activity (``ph == "X"``) row needs from ``args``."""
+"""Text counted in each chunk: it holds a :data:`COMM_MARKERS` key when this occurs (one scan
+finds the four ``Process Group ...`` keys)."""
 
-GpuArgs = _args_struct(
-    "GpuArgs",
-    {
-        "device": ("device", None),
-        "grid": ("grid", None),
-        "block": ("block", None),
-        "registers": ("registers per thread", -1),
-        "shared_memory": ("shared memory", -1),
-        "bytes": ("bytes", -1),
-        "occupancy": ("est. achieved occupancy %", NAN),
-        "blocks_per_sm": ("blocks per SM", NAN),
-        "warps_per_sm": ("warps per SM", NAN),
-        "kind": ("kind", None),
-    },
+
+def comm_scan(args: list[Any]) -> tuple[list[int], int]:
+    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
+    many such keys they have in all."""
+    some = [
+        i
+        for i, a in enumerate(args)
+        if a.collective_name
+        or a.comms_id
+        or a.in_msg_nelems
+        or a.pg_id
+        or a.pg_name
+        or a.pg_description
+        or a.pg_ranks
+    ]
+    found = 0
+    for i in some:
+        a = args[i]
+        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
+        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
+    return some, found
+
+
+def has_comm_marker(a: Any) -> bool:
+    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
+    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
+
+
+def _check_comm_fields() -> None:
+    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
+    access by name is several times faster) are those of the keys they stand for."""
+    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
+    scan = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
+    scan += ("pg_description", "pg_ranks")
+    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
+    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
+        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
+
+
+_check_comm_fields()
+
+
+class MetaArgs(msgspec.Struct, gc=False):
+    """``args`` of ``ph == "M"`` metadata events (process/thread names and labels)."""
+
+    name: Any = None
+    labels: Any = None
+
+
+class MemoryArgs(msgspec.Struct, gc=False):
+    """``args`` of the ``[memory]`` instant events written with ``profile_memory=True``."""
+
+    total_allocated: Any = _named(None, "Total Allocated")
+    total_reserved: Any = _named(None, "Total Reserved")
+    device_id: Any = _named(None, "Device Id")
+
+
+class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
+    """A complete (``ph == "X"``) event: a candidate activity row."""
+
+    name: Any = None
+    cat: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: XArgs = msgspec.field(default_factory=XArgs)
+
+
+class XEventComm(XEvent, tag="X", gc=False):
+    """:class:`XEvent` with collective metadata (:class:`XArgsComm`)."""
+
+    args: XArgsComm = msgspec.field(default_factory=XArgsComm)
+
+
+class MEvent(msgspec.Struct, tag_field="ph", tag="M", gc=False):
+    """A metadata event (process/thread names and labels, sort indices...); ``args`` stays
+    undecoded until the last event of each (name, pid, tid) is known (:class:`MetaArgs`)."""
+
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: msgspec.Raw = _NO_RAW
+
+
+class CEvent(msgspec.Struct, tag_field="ph", tag="C", gc=False):
+    """A counter event; ``args`` decoded as plain JSON."""
+
+    name: Any = None
+    ts: Any = None
+    args: Any = None
+
+
+class IEvent(msgspec.Struct, tag_field="ph", tag="i", gc=False):
+    """An instant event (``ph`` ``i`` or ``I``); ``args`` as in ``[memory]`` events."""
+
+    name: Any = None
+    ts: Any = None
+    args: MemoryArgs = msgspec.field(default_factory=MemoryArgs)
+
+
+class _IEventUpper(IEvent, tag="I", gc=False):
+    pass
+
+
+SKIPPED_PHASES = tuple("BEbnestfPONDVvRc()STpF")
+"""Chrome-trace phases the model does not use (their events decode to empty Structs)."""
+
+_SKIP_TYPES = tuple(
+    msgspec.defstruct(f"_Skip{i}", [], tag_field="ph", tag=ph, gc=False)
+    for i, ph in enumerate(SKIPPED_PHASES)
 )
-"""Launch attributes of device activities (decoded only for ``gpu`` rows)."""
+SKIP = _SKIP_TYPES[0]()
+"""Stands for an event the model does not use (keeps chunk positions aligned)."""
 
-MetaArgs = _args_struct("MetaArgs", {"name": ("name", None), "labels": ("labels", None)})
-"""``args`` of ``ph == "M"`` metadata events (process/thread names and labels)."""
+I_TYPES = (IEvent, _IEventUpper)
 
-MemoryArgs = _args_struct(
-    "MemoryArgs",
-    {
-        "total_allocated": ("Total Allocated", None),
-        "total_reserved": ("Total Reserved", None),
-        "device_id": ("Device Id", None),
-    },
-)
-"""``args`` of the ``[memory]`` instant events written with ``profile_memory=True``."""
+
+def _union(x: type) -> Any:
+    return reduce(operator.or_, (x, MEvent, CEvent, IEvent, _IEventUpper, *_SKIP_TYPES))
+
+
+EVENTS = msgspec.json.Decoder(list[_union(XEvent)])
+"""Decodes a JSON array of events into typed Structs by ``ph`` (unknown ``ph``, a missing
+``ph`` or an ``args`` of the wrong shape raise ``ValidationError``: use :data:`GENERIC_EVENTS`)."""
+EVENTS_COMM = msgspec.json.Decoder(list[_union(XEventComm)])
 
 
 class Event(msgspec.Struct, gc=False):
-    """One entry of ``traceEvents``; ``args`` stays undecoded until its row kind is known."""
+    """One entry of ``traceEvents``, any ``ph``; ``args`` stays undecoded (the generic path)."""
 
     ph: Any = None
     name: Any = None
@@ -140,6 +278,9 @@ class Event(msgspec.Struct, gc=False):
     pid: Any = None
     tid: Any = None
     args: msgspec.Raw = _NO_RAW
+
+
+GENERIC_EVENTS = msgspec.json.Decoder(list[Event])
 
 
 class KinetoFile(msgspec.Struct):
@@ -158,6 +299,38 @@ class KinetoFile(msgspec.Struct):
     cupti_version: Any = None
     cuda_runtime_version: Any = None
     cuda_driver_version: Any = None
+
+
+TOP_FIELDS = tuple(f for f in KinetoFile.__struct_fields__ if f != "traceEvents")
+"""The top-level keys the model keeps."""
+
+_Top = msgspec.defstruct("_Top", [(f, Any, msgspec.UNSET) for f in TOP_FIELDS])
+
+
+def _top_with(events: Any) -> msgspec.json.Decoder:
+    struct = msgspec.defstruct(
+        "_TopEvents", [("traceEvents", events, msgspec.field(default_factory=list))], bases=(_Top,)
+    )
+    return msgspec.json.Decoder(struct)
+
+
+HEAD = _top_with(Any)
+"""The keys before ``traceEvents`` (decoded from that text + ``"traceEvents":[]}``)."""
+TAIL = _top_with(list[_union(XEvent)])
+"""The last events and the keys after ``traceEvents`` (``{"traceEvents":[`` + the rest)."""
+TAIL_COMM = _top_with(list[_union(XEventComm)])
+TAIL_GENERIC = _top_with(list[Event])
+
+
+def merge_top(head: Any, tail: Any) -> KinetoFile:
+    """The top-level keys of the whole file from its head and tail (the later key wins)."""
+    values = {}
+    for f in TOP_FIELDS:
+        v = getattr(tail, f)
+        if v is msgspec.UNSET:
+            v = getattr(head, f)
+        values[f] = None if v is msgspec.UNSET else v
+    return KinetoFile(traceEvents=[], **values)
 
 
 _DECODER = msgspec.json.Decoder(KinetoFile)
@@ -203,7 +376,7 @@ def comm_args(events: list[Event], joined: bytes, offsets: np.ndarray) -> dict[i
     the :data:`COMM_KEYS` present.  Integers keep their full range (``Comms Id`` is a uint64).
     """
     hits: set[int] = set()
-    for marker in _COMM_MARKERS:
+    for marker in COMM_MARKERS:
         pos = joined.find(marker)
         while pos >= 0:
             hits.add(int(np.searchsorted(offsets, pos, side="right")) - 1)
@@ -337,32 +510,38 @@ def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
     raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
 
 
-class _ExactEvent(msgspec.Struct, gc=False):
+class ExactEvent(msgspec.Struct, gc=False):
+    """An event's times as exact decimals, and what decides whether it is an activity row."""
+
+    ph: Any = None
+    cat: Any = None
     ts: Decimal | None = None
     dur: Decimal | None = None
 
 
 class _ExactFile(msgspec.Struct):
-    traceEvents: list[_ExactEvent] | None = None
+    traceEvents: list[ExactEvent] | None = None
 
 
 _EXACT_DECODER = msgspec.json.Decoder(_ExactFile)
+_EXACT_LIST_DECODER = msgspec.json.Decoder(list[ExactEvent])
 
 
-def exact_times(data: bytes, path: Path) -> tuple[list[Decimal | None], list[Decimal | None]]:
-    """``ts`` and ``dur`` of every event as exact decimals (a second, slower decode).
+def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEvent]:
+    """Every event's ``ts`` and ``dur`` as exact decimals (a second, slower decode) from a whole
+    file's text, or from a JSON array of events when *array*.
 
     Raises:
         InputError: a ``ts``/``dur`` that is not a number.
     """
     try:
-        events = _EXACT_DECODER.decode(data).traceEvents or []
+        if array:
+            return _EXACT_LIST_DECODER.decode(data)
+        return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
         raise InputError(f"event time is not a number ({e})", path=path) from None
-    return [e.ts for e in events], [e.dur for e in events]
 
 
 def decimal_us_to_ns(values: list[Decimal | None]) -> NDArray[np.int64]:
     """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
-    k = Decimal(1000)
-    return np.array([int((v * k).to_integral_value()) for v in values], dtype=np.int64)
+    return np.array([int(v.scaleb(3).to_integral_value()) for v in values], dtype=np.int64)

@@ -1,0 +1,374 @@
+"""Chunked reading of Kineto trace files: decompress in pieces, decode ``traceEvents`` a few MB
+at a time, so that neither the whole JSON text nor a Struct per event is ever held at once.
+
+:func:`stream_chunks` finds ``"traceEvents": [`` in the text, decodes the keys before it, then cuts
+the array at event boundaries (``}`` ``,`` ``{``) into chunks of about :data:`CHUNK_BYTES` and
+decodes each one into typed Structs by ``ph`` (:data:`collectors.kineto_decode.EVENTS`).  The last
+chunk is decoded together with the keys after the array.  A cut that is not an event boundary
+(``}, {`` inside a string or a nested list) cannot decode, so a chunk that decodes is exactly the
+events the whole text holds; a chunk that does not is retried at the previous few cuts.  Anything
+else the chunked reader does not expect (no ``traceEvents`` key, malformed JSON, an
+:class:`InputError`) raises :class:`Fallback`; the caller then reads the file with
+:func:`whole_chunks`, which decodes the whole text at once (as the reader did before it read in
+chunks) and reports errors exactly as it did.
+
+Chunks whose typed decode fails validation (an unknown ``ph``, ``args`` that are not an object)
+are decoded with the generic Struct and normalized (:func:`normalize`), which applies the rules
+of the whole-text reader: only the ``args`` of the events that become rows must be objects.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from collectors.errors import InputError
+from collectors.kineto_decode import (
+    COMM_SCAN,
+    EVENTS,
+    EVENTS_COMM,
+    GENERIC_EVENTS,
+    GZIP_MAGIC,
+    HEAD,
+    SKIP,
+    TAIL,
+    TAIL_COMM,
+    TAIL_GENERIC,
+    CEvent,
+    Event,
+    ExactEvent,
+    IEvent,
+    KinetoFile,
+    MemoryArgs,
+    MEvent,
+    XArgs,
+    XEvent,
+    XEventComm,
+    comm_args,
+    decode,
+    decode_args,
+    decode_args_joined,
+    exact_times,
+    merge_top,
+    read_bytes,
+)
+
+CHUNK_BYTES = 4 << 20
+"""Decode ``traceEvents`` in chunks of about this much JSON text."""
+PIECE_BYTES = 1 << 20
+"""Decompress (or read) this much at a time."""
+_GZIP_BLOCK = 1 << 16
+HEAD_LIMIT = 16 << 20
+"""Give up chunked reading when ``"traceEvents": [`` is not within this much text."""
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ANY_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
+_CUT = re.compile(rb"\}\s*,\s*\{")
+_CUT_WINDOW = 1 << 16
+_CUT_TRIES = 8
+_DECODERS = {
+    (False, False): EVENTS,
+    (False, True): EVENTS_COMM,
+    (True, False): TAIL,
+    (True, True): TAIL_COMM,
+}
+"""Typed decoder by (tail?, text names a collective key?)."""
+META_NAMES = ("process_name", "thread_name", "process_labels")
+"""The ``M`` events the model keeps."""
+
+
+class Fallback(Exception):
+    """The text does not suit the chunked reader: read it whole (:func:`whole_chunks`)."""
+
+
+class _BadCut(Fallback):
+    """A chunk's text is not valid JSON: the cut was inside an event (or the text is bad)."""
+
+
+class Chunk:
+    """Decoded events of one stretch of ``traceEvents``.
+
+    Attributes:
+        events: typed events (:class:`XEvent` or, where the text names a collective key,
+            :class:`XEventComm`; :class:`MEvent`, :class:`CEvent`, :class:`IEvent`, skipped).
+        xcls: the class of this chunk's ``X`` events.
+        comms: ``{position in events: comm dict}`` when known (from the generic decode, or
+            ``{}`` when the text names no collective key), else None: then from the
+            :class:`XArgsComm` fields when they account for all :attr:`markers`, else from
+            :meth:`generic_comms`.
+        markers: how many times :data:`COMM_SCAN` occurs in the text.
+        top: the file's top-level keys, on the last chunk only.
+    """
+
+    def __init__(
+        self,
+        events: list[Any],
+        *,
+        xcls: type = XEvent,
+        text: bytes | None = None,
+        tail: bool = False,
+        comms: dict[int, dict[str, Any]] | None = None,
+        markers: int = 0,
+        exact: Callable[[], list[ExactEvent]] | None = None,
+        path: Path,
+    ) -> None:
+        self.events = events
+        self.xcls = xcls
+        self.text = text
+        self.tail = tail
+        self.comms = comms
+        self.markers = markers
+        self.top: KinetoFile | None = None
+        self.path = path
+        self._exact = exact
+        self._exact_times: list[ExactEvent] | None = None
+        self._where: dict[int, int] | None = None
+
+    def positions(self, rows: list[Any]) -> list[int]:
+        """Positions of *rows* (events of this chunk) in :attr:`events`."""
+        if self._where is None:
+            self._where = {id(e): i for i, e in enumerate(self.events)}
+        where = self._where
+        return [where[id(e)] for e in rows]
+
+    def exact_times(self) -> list[ExactEvent]:
+        """Every event's times as exact decimals, by position (decoded once, when needed)."""
+        if self._exact_times is None:
+            if self._exact is not None:
+                self._exact_times = self._exact()
+            else:
+                assert self.text is not None
+                self._exact_times = exact_times(self.text, self.path, array=not self.tail)
+        return self._exact_times
+
+    def exact_activity_times(self) -> tuple[list[Any], list[Any]]:
+        """Exact ``ts`` and ``dur`` of the activity rows, in order."""
+        acts = [
+            e
+            for e in self.exact_times()
+            if e.ph == "X"
+            and e.dur is not None
+            and e.ts is not None
+            and e.cat.__class__ is str
+            and e.cat != "Trace"
+        ]
+        return [e.ts for e in acts], [e.dur for e in acts]
+
+    def generic_comms(self) -> dict[int, dict[str, Any]]:
+        """``{position: comm dict}`` as :func:`comm_args` finds them in the undecoded ``args``."""
+        assert self.text is not None
+        events = _decode_generic(self.text, self.tail)[0]
+        return normalize(events, self.path)[1]
+
+
+def stream_chunks(path: Path) -> Iterator[Chunk]:
+    """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
+
+    Raises:
+        Fallback: the text needs the whole-text reader (including every malformed file).
+    """
+    pieces = _pieces(path)
+    head = b""
+    for piece in pieces:
+        head += piece
+        m = _EVENTS_KEY.search(head, max(0, len(head) - len(piece) - 256))
+        if m:
+            break
+        if len(head) > HEAD_LIMIT:
+            raise Fallback
+    else:
+        raise Fallback
+    try:
+        top = HEAD.decode(head[: m.start()] + b'"traceEvents":[]}')
+    except msgspec.DecodeError:
+        raise Fallback from None
+    pending = [head[m.end() :]]
+    size = len(pending[0])
+    searched = 0  # text before this offset holds no cut
+    wanted = CHUNK_BYTES
+    del head
+    for piece in pieces:
+        pending.append(piece)
+        size += len(piece)
+        if size < wanted:
+            continue
+        text = b"".join(pending)
+        cuts = _cuts(text, len(text) - _CUT_WINDOW) or _cuts(text, searched - 16)
+        if not cuts:  # one huge event: wait for twice as much text (linear copying)
+            pending, searched, wanted = [text], len(text), 2 * size
+            continue
+        chunk, cut = _chunk_before(text, cuts, path)
+        yield chunk
+        del chunk  # not alive while the next one decodes
+        pending = [text[cut.end() - 1 :]]
+        size = len(pending[0])
+        searched, wanted = 0, CHUNK_BYTES
+        del text
+    rest = b"".join(pending)
+    del pending
+    if _ANY_EVENTS_KEY.search(rest):
+        raise Fallback  # a second traceEvents key, or one inside an event: read it whole
+    last = _chunk(b'{"traceEvents":[' + rest, path, tail=True)
+    last.top = merge_top(top, last.top)
+    yield last
+
+
+def _cuts(text: bytes, start: int) -> list[re.Match[bytes]]:
+    """The last few ``}`` ``,`` ``{`` in *text* from *start* on, last first."""
+    return list(_CUT.finditer(text, max(0, start)))[: -_CUT_TRIES - 1 : -1]
+
+
+def _chunk_before(text: bytes, cuts: list[re.Match[bytes]], path: Path) -> tuple[Chunk, Any]:
+    """The chunk of *text* up to the first of *cuts* that is an event boundary, and that cut.
+
+    Raises:
+        Fallback: none is (or the text is malformed).
+    """
+    for cut in cuts:
+        try:
+            return _chunk(b"".join((b"[", memoryview(text)[: cut.start() + 1], b"]")), path), cut
+        except _BadCut:
+            continue
+    raise Fallback
+
+
+def whole_chunks(path: Path) -> Iterator[Chunk]:
+    """The file's events as one chunk, decoded from the whole text at once (as the reader did
+    before it read in chunks: errors are reported exactly as then).
+
+    Raises:
+        InputError: unreadable file, corrupt gzip, invalid JSON, not a Kineto trace, malformed
+            ``args`` of a row.
+    """
+    data = read_bytes(path)
+    doc = decode(data, path)
+    events, comms = normalize(doc.traceEvents or [], path)
+    doc.traceEvents = None
+    chunk = Chunk(events, comms=comms, exact=lambda: exact_times(data, path), path=path)
+    chunk.top = doc
+    yield chunk
+
+
+def normalize(events: list[Event], path: Path) -> tuple[list[Any], dict[int, dict[str, Any]]]:
+    """Typed events (same positions; :data:`SKIP` for unused ones) from generic ones, and the
+    collective metadata ``{position: dict}`` of the activity rows.
+
+    Raises:
+        InputError: the ``args`` of an activity row or a ``[memory]`` event is not an object.
+    """
+    out: list[Any] = [SKIP] * len(events)
+    acts = [
+        i
+        for i, e in enumerate(events)
+        if e.ph == "X"
+        and e.dur is not None
+        and e.ts is not None
+        and e.cat.__class__ is str
+        and e.cat != "Trace"
+    ]
+    rows = [events[i] for i in acts]
+    args, joined, offsets = decode_args_joined(rows, XArgs, path)
+    comms = {acts[i]: d for i, d in comm_args(rows, joined, offsets).items()}
+    del joined
+    for i, e, a in zip(acts, rows, args, strict=True):
+        out[i] = XEvent(name=e.name, cat=e.cat, ts=e.ts, dur=e.dur, pid=e.pid, tid=e.tid, args=a)
+    mem: list[int] = []
+    for i, e in enumerate(events):
+        if e.ph == "M" and e.name in META_NAMES:
+            out[i] = MEvent(name=e.name, pid=e.pid, tid=e.tid, args=e.args)  # decoded later
+        elif e.ph == "C" and e.ts is not None:
+            value = msgspec.json.decode(e.args) if e.args else None
+            out[i] = CEvent(name=e.name, ts=e.ts, args=value)
+        elif e.ph in ("i", "I") and e.ts is not None and e.name == "[memory]":
+            mem.append(i)
+    for i, m in zip(mem, decode_args([events[i] for i in mem], MemoryArgs, path), strict=True):
+        out[i] = IEvent(name=events[i].name, ts=events[i].ts, args=m)
+    return out, comms
+
+
+def _chunk(text: bytes, path: Path, *, tail: bool = False) -> Chunk:
+    """Decode one chunk's text: a JSON array of events, or the ``{"traceEvents":[...`` tail."""
+    markers = sum(text.count(m) for m in COMM_SCAN)
+    try:
+        decoded = _DECODERS[tail, markers > 0].decode(text)
+    except msgspec.ValidationError:
+        events, top = _decode_generic(text, tail)
+        try:
+            typed, comms = normalize(events, path)
+        except InputError:
+            raise Fallback from None
+        chunk = Chunk(typed, text=text, tail=tail, comms=comms, path=path)
+        chunk.top = top
+        return chunk
+    except msgspec.DecodeError:
+        raise _BadCut from None
+    if tail:
+        events, top = decoded.traceEvents, decoded
+    else:
+        events, top = decoded, None
+    chunk = Chunk(
+        events,
+        xcls=XEventComm if markers else XEvent,
+        text=text,
+        tail=tail,
+        comms=None if markers else {},
+        markers=markers,
+        path=path,
+    )
+    chunk.top = top
+    return chunk
+
+
+def _decode_generic(text: bytes, tail: bool) -> tuple[list[Event], Any]:
+    try:
+        if tail:
+            top = TAIL_GENERIC.decode(text)
+            return top.traceEvents, top
+        return GENERIC_EVENTS.decode(text), None
+    except msgspec.ValidationError:
+        raise Fallback from None  # events that are not objects: the whole-text reader says so
+    except msgspec.DecodeError:
+        raise _BadCut from None
+
+
+def _pieces(path: Path) -> Iterator[bytes]:
+    """The file's JSON text in pieces, gunzipped (every member) when it starts with gzip magic.
+
+    Raises:
+        Fallback: unreadable file, corrupt or truncated gzip data.
+    """
+    try:
+        with path.open("rb") as f:
+            first = f.read(PIECE_BYTES)
+            if first[:2] != GZIP_MAGIC:
+                while first:
+                    yield first
+                    first = f.read(PIECE_BYTES)
+                return
+            data = first + f.read()
+    except OSError:
+        raise Fallback from None
+    while data[:2] == GZIP_MAGIC:  # one member after the other
+        d = zlib.decompressobj(wbits=31)
+        pos = 0
+        while not d.eof:
+            block = d.unconsumed_tail
+            if not block:  # feed the input in blocks: each call copies its unconsumed tail
+                block = data[pos : pos + _GZIP_BLOCK]
+                pos += len(block)
+            try:
+                out = d.decompress(block, PIECE_BYTES)
+            except zlib.error:
+                raise Fallback from None
+            if out:
+                yield out
+            elif not d.eof and not d.unconsumed_tail and pos >= len(data):
+                raise Fallback  # truncated
+        data = d.unused_data + data[pos:]
+    if data.strip(b"\0"):
+        raise Fallback
