@@ -58,7 +58,7 @@ from collectors.kineto_decode import (
     read_bytes,
 )
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
 """Decode ``traceEvents`` in chunks of about this much JSON text."""
 PIECE_BYTES = 1 << 20
 """Decompress (or read) this much at a time."""
