@@ -21,6 +21,7 @@ from reports.html_page import (
     section,
     short,
     table,
+    us,
 )
 
 KERNEL_COLS = (
@@ -28,9 +29,9 @@ KERNEL_COLS = (
     Col("type", "type", str, numeric=False, wrap=False),
     Col("calls", "count", integer),
     Col("total ms", "total_ns", ms),
-    Col("avg µs", "avg_ns", lambda v: fixed(v / 1e3 if v is not None else None)),
-    Col("min µs", "min_ns", lambda v: fixed(v / 1e3 if v is not None else None)),
-    Col("max µs", "max_ns", lambda v: fixed(v / 1e3 if v is not None else None)),
+    Col("avg µs", "avg_ns", us),
+    Col("min µs", "min_ns", us),
+    Col("max µs", "max_ns", us),
     Col("time %", "time_pct", pct),
     Col("ranks", "ranks", integer),
 )
