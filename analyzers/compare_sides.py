@@ -49,6 +49,7 @@ from analyzers.name_normalize import normalize_kernel_name
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError
 from collectors.linking import innermost_range
+from collectors.model import launch_mask
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -59,8 +60,6 @@ EVENT_VIEWS = VIEWS[:-1]
 """Views built from event tables (the step view is built from the steps)."""
 GPU_ACTIVITY_KINDS = ("kernel", "memcpy", "memset")
 """``gpu.kind`` values the kernel and op views count."""
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
-"""Host categories of the calls that launch GPU work (linked by ``correlation``)."""
 ANNOTATION_KINDS = ("user", "gpu_user", "nvtx")
 EVENT_COLUMNS = ("key", "name", "kind", "dur_ns", "t_ns", "call")
 STEP_COLUMNS = ("step", "start_ns", "end_ns", "duration_ns")
@@ -140,9 +139,8 @@ def _launches(trace: Trace, corr: np.ndarray) -> dict[str, np.ndarray]:
     """Per correlation id, the launching host call's ``start_ns``, ``external_id``, ``pid`` and
     ``tid`` (the earliest call with that id); -1 where there is none."""
     h = trace.host
-    is_launch = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
     h_corr = h["correlation"].to_numpy()
-    m = is_launch & (h_corr >= 0)
+    m = launch_mask(h)
     order = np.argsort(h["start_ns"].to_numpy()[m], kind="stable")
     return {
         c: _lookup(h_corr[m], h[c].to_numpy()[m], order, corr)
