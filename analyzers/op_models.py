@@ -55,7 +55,7 @@ import orjson
 import pandas as pd
 
 from collectors.linking import enclosing_parents, innermost_range
-from collectors.model import Trace
+from collectors.model import Trace, launch_mask
 
 DTYPE_BYTES: dict[str, int] = {
     "float": 4,
@@ -573,7 +573,6 @@ GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
 TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 """Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
 ``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 
 
 def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> dict[int, int]:
@@ -598,6 +597,14 @@ def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) ->
     return parent
 
 
+_SHAPE_COLUMNS = ("op", "input_dims", "input_types", "kind", "precision", "exact")
+_WORK_COLUMNS = ("flops", "bytes", "kernels", "kernel_time_ns", "host_copy")
+OP_COST_COLUMNS = ("host_row", *_SHAPE_COLUMNS, "note", *_WORK_COLUMNS)
+"""Columns of :func:`op_costs`."""
+OP_GROUP_COLUMNS = (*_SHAPE_COLUMNS, "calls", *_WORK_COLUMNS)
+"""Columns of :func:`op_groups`."""
+
+
 def op_costs(trace: Trace) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work.
 
@@ -606,28 +613,14 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     host_copy (the op's GPU work includes a copy to or from host memory: PCIe-bound, so the
     DRAM roof does not apply).
     """
-    cols = [
-        "host_row",
-        "op",
-        "input_dims",
-        "input_types",
-        "kind",
-        "precision",
-        "exact",
-        "note",
-        "flops",
-        "bytes",
-        "kernels",
-        "kernel_time_ns",
-        "host_copy",
-    ]
+    cols = list(OP_COST_COLUMNS)
     host, gpu = trace.host, trace.gpu
     if host.empty or gpu.empty:
         return pd.DataFrame(columns=cols)
     cat = host["cat"].astype(object).to_numpy()
     ops = np.flatnonzero(cat == "cpu_op")
     corr = host["correlation"].to_numpy()
-    launches = np.flatnonzero(np.isin(cat, LAUNCH_CATS) & (corr >= 0))
+    launches = np.flatnonzero(launch_mask(host))
     if len(ops) == 0 or len(launches) == 0:
         return pd.DataFrame(columns=cols)
 
@@ -723,20 +716,7 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
     """Calls of the same op with the same shapes and dtypes, summed: op, input_dims,
     input_types, kind, precision, exact, calls, flops, bytes, kernels, kernel_time_ns,
     host_copy; sorted by kernel time, longest first."""
-    cols = [
-        "op",
-        "input_dims",
-        "input_types",
-        "kind",
-        "precision",
-        "exact",
-        "calls",
-        "flops",
-        "bytes",
-        "kernels",
-        "kernel_time_ns",
-        "host_copy",
-    ]
+    cols = list(OP_GROUP_COLUMNS)
     if costs.empty:
         return pd.DataFrame(columns=cols)
     g = (

@@ -15,7 +15,7 @@ import pytest
 from conftest import shared_path
 
 from analyzers.gpu_peaks import load_peaks
-from analyzers.op_models import MODELS, model_op, op_costs, op_groups
+from analyzers.op_models import MODELS, OP_GROUP_COLUMNS, model_op, op_costs, op_groups
 from analyzers.roofline import op_roofline
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 
@@ -436,20 +436,7 @@ def test_a_copy_without_flops_is_memory_bound_at_its_bandwidth_fraction() -> Non
                 True,
             ),
         ],
-        columns=[
-            "op",
-            "input_dims",
-            "input_types",
-            "kind",
-            "precision",
-            "exact",
-            "calls",
-            "flops",
-            "bytes",
-            "kernels",
-            "kernel_time_ns",
-            "host_copy",
-        ],
+        columns=list(OP_GROUP_COLUMNS),
     )
     a, b = op_roofline(groups, load_peaks().get("A100 SXM4 40 GB"))
     # 2 MB in 1 us = 2e12 B/s against 1555e9: above the datasheet roof -> 128.6 %, no headroom
