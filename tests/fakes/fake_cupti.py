@@ -124,15 +124,18 @@ class FakeCupti(types.ModuleType):
         if int(kind) in self.enabled:
             self.pending.append(rec)
 
-    def launch_kernel(self, name: str, start: int, end: int, *, corr: int, stream: int = 7,
-                      device: int = 0, api_start: int, api_end: int) -> None:  # fmt: skip
+    def _runtime_call(self, cbid: int, api_start: int, api_end: int, corr: int) -> None:
         self._record(
             ActivityKind.RUNTIME,
             SimpleNamespace(
-                kind=int(ActivityKind.RUNTIME), cbid=211, start=api_start, end=api_end,
+                kind=int(ActivityKind.RUNTIME), cbid=cbid, start=api_start, end=api_end,
                 process_id=4242, thread_id=4243, correlation_id=corr, return_value=0,
             ),
         )  # fmt: skip
+
+    def launch_kernel(self, name: str, start: int, end: int, *, corr: int, stream: int = 7,
+                      device: int = 0, api_start: int, api_end: int) -> None:  # fmt: skip
+        self._runtime_call(211, api_start, api_end, corr)
         self._record(
             ActivityKind.CONCURRENT_KERNEL,
             SimpleNamespace(
@@ -146,13 +149,7 @@ class FakeCupti(types.ModuleType):
 
     def memcpy(self, nbytes: int, start: int, end: int, *, corr: int, copy_kind: int,
                api_start: int, api_end: int, stream: int = 7) -> None:  # fmt: skip
-        self._record(
-            ActivityKind.RUNTIME,
-            SimpleNamespace(
-                kind=int(ActivityKind.RUNTIME), cbid=31, start=api_start, end=api_end,
-                process_id=4242, thread_id=4243, correlation_id=corr, return_value=0,
-            ),
-        )  # fmt: skip
+        self._runtime_call(31, api_start, api_end, corr)
         self._record(
             ActivityKind.MEMCPY,
             SimpleNamespace(
