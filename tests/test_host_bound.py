@@ -18,44 +18,10 @@ from analyzers.host_bound import (
     verdict,
 )
 from analyzers.options import AnalysisOptions
-from collectors.model import Trace, TraceMeta, make_trace
+from tests.builders import US, trace_us
 
-US = 1000
 RT = "cuda_runtime"
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
-
-
-def build(gpu: list[tuple], host: list[tuple], steps: list[tuple]) -> Trace:
-    """gpu: (name, stream, start, end, corr); host: (name, cat, start, end, tid, corr);
-    steps: (n, start, end); all in µs."""
-    host = list(host) + [(f"ProfilerStep#{n}", "user_annotation", s, e, 1, -1) for n, s, e in steps]
-    return make_trace(
-        TraceMeta(rank=0, source_format="synthetic"),
-        gpu={
-            "name": [g[0] for g in gpu],
-            "kind": ["kernel"] * len(gpu),
-            "stream": [g[1] for g in gpu],
-            "start_ns": [g[2] * US for g in gpu],
-            "end_ns": [g[3] * US for g in gpu],
-            "correlation": [g[4] for g in gpu],
-        },
-        host={
-            "name": [h[0] for h in host],
-            "cat": [h[1] for h in host],
-            "start_ns": [h[2] * US for h in host],
-            "end_ns": [h[3] * US for h in host],
-            "pid": [1] * len(host),
-            "tid": [h[4] for h in host],
-            "correlation": [h[5] for h in host],
-        },
-        annotations={
-            "name": [f"ProfilerStep#{n}" for n, _, _ in steps],
-            "kind": ["step"] * len(steps),
-            "start_ns": [s * US for _, s, _ in steps],
-            "end_ns": [e * US for _, _, e in steps],
-            "step": [n for n, _, _ in steps],
-        },
-    )
 
 
 def launch(corr: int, t: int) -> tuple:
@@ -68,7 +34,7 @@ STEPS = [(1, 0, 100), (2, 100, 200), (3, 200, 300)]
 #   K1 [2,20) launched at 0; K2 [72,98) launched at 70 → host wait [20,72) = 52 µs
 # step 2: K3 [101,199) launched at 90 (before the GPU went idle at 98): GPU-bound
 # step 3 (dropped by the window): K4 launched at 201
-HOST_BOUND_TRACE = build(
+HOST_BOUND_TRACE = trace_us(
     [("K1", 7, 2, 20, 1), ("K2", 7, 72, 98, 2), ("K3", 7, 101, 199, 3), ("K4", 7, 202, 250, 4)],
     [
         launch(1, 0),
@@ -116,7 +82,7 @@ def test_step_with_late_launches_is_host_bound_with_its_cpu_ops() -> None:
 
 
 def test_step_dominated_by_exposed_communication_is_communication_bound() -> None:
-    t = build(
+    t = trace_us(
         [
             (NCCL, 20, 5, 70, 1),
             ("gemm", 7, 60, 95, 2),
@@ -151,7 +117,7 @@ def test_rank_verdict_sums_the_steps() -> None:
 
 
 def test_without_steps_the_rank_verdict_uses_the_gpu_span() -> None:
-    t = build(
+    t = trace_us(
         [("K1", 7, 0, 10, 1), ("K2", 7, 50, 60, 2)],
         [launch(1, 0), launch(2, 40)],
         [],
@@ -163,12 +129,12 @@ def test_without_steps_the_rank_verdict_uses_the_gpu_span() -> None:
 
 
 def test_rank_without_gpu_work_has_no_verdict() -> None:
-    t = build([], [("aten::add", "cpu_op", 0, 10, 1, -1)], [])
+    t = trace_us([], [("aten::add", "cpu_op", 0, 10, 1, -1)], [])
     assert rank_verdict(t).verdict is None
 
 
 def test_top_level_ops_are_per_thread() -> None:
-    t = build(
+    t = trace_us(
         [],
         [
             ("outer", "cpu_op", 0, 100, 1, -1),

@@ -30,43 +30,8 @@ from analyzers.idle import (
 )
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import temporal_breakdown
-from collectors.model import Trace, TraceMeta, make_trace
-
-US = 1000
-
-
-def build(gpu: list[tuple], host: list[tuple], steps: list[tuple]) -> Trace:
-    """gpu: (name, stream, start_us, end_us, correlation); host: (name, cat, start_us,
-    end_us, tid, correlation); steps: (number, start_us, end_us)."""
-    host = list(host) + [(f"ProfilerStep#{n}", "user_annotation", s, e, 1, -1) for n, s, e in steps]
-    return make_trace(
-        TraceMeta(rank=0, source_format="synthetic"),
-        gpu={
-            "name": [g[0] for g in gpu],
-            "kind": ["kernel"] * len(gpu),
-            "stream": [g[1] for g in gpu],
-            "start_ns": [g[2] * US for g in gpu],
-            "end_ns": [g[3] * US for g in gpu],
-            "correlation": [g[4] for g in gpu],
-        },
-        host={
-            "name": [h[0] for h in host],
-            "cat": [h[1] for h in host],
-            "start_ns": [h[2] * US for h in host],
-            "end_ns": [h[3] * US for h in host],
-            "pid": [100] * len(host),
-            "tid": [h[4] for h in host],
-            "correlation": [h[5] for h in host],
-        },
-        annotations={
-            "name": [f"ProfilerStep#{n}" for n, _, _ in steps],
-            "kind": ["step"] * len(steps),
-            "start_ns": [s * US for _, s, _ in steps],
-            "end_ns": [e * US for _, _, e in steps],
-            "step": [n for n, _, _ in steps],
-        },
-    )
-
+from collectors.model import Trace
+from tests.builders import US, trace_us
 
 RT = "cuda_runtime"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -103,7 +68,7 @@ STEPS = [(1, 0, 195)]
 
 @pytest.fixture
 def trace() -> Trace:
-    return build(GPU, HOST, STEPS)
+    return trace_us(GPU, HOST, STEPS, pid=100)
 
 
 def test_stream_categories_follow_hta_rules(trace: Trace) -> None:
@@ -134,10 +99,11 @@ def test_threshold_option_moves_gaps_between_kernel_wait_and_other(trace: Trace)
 
 def test_overlapping_kernels_give_negative_intervals_as_in_hta() -> None:
     # K2 starts 5 µs before K1 ends: interval -5, launched early → kernel_wait (-5 < 30)
-    t = build(
+    t = trace_us(
         [("K1", 7, 0, 20, 1), ("K2", 7, 15, 30, 2)],
         [("cudaLaunchKernel", RT, 0, 1, 1, 1), ("cudaLaunchKernel", RT, 1, 2, 1, 2)],
         [],
+        pid=100,
     )
     iv = stream_idle_intervals(t, AnalysisOptions())
     assert iv[["category", "idle_ns"]].values.tolist() == [["other", 0], ["kernel_wait", -5 * US]]

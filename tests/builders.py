@@ -1,0 +1,41 @@
+"""Hand-built traces for analyzer tests: kernels, host calls and ProfilerSteps given in µs."""
+
+from __future__ import annotations
+
+from collectors.model import Trace, TraceMeta, make_trace
+
+US = 1000
+
+
+def trace_us(gpu: list[tuple], host: list[tuple], steps: list[tuple], pid: int = 1) -> Trace:
+    """A rank-0 trace.  gpu: (name, stream, start, end, correlation) kernels; host: (name, cat,
+    start, end, tid, correlation) calls of process *pid*; steps: (number, start, end), added as
+    ``ProfilerStep#N`` host annotations on thread 1 and as step annotations.  Times in µs."""
+    host = list(host) + [(f"ProfilerStep#{n}", "user_annotation", s, e, 1, -1) for n, s, e in steps]
+    return make_trace(
+        TraceMeta(rank=0, source_format="synthetic"),
+        gpu={
+            "name": [g[0] for g in gpu],
+            "kind": ["kernel"] * len(gpu),
+            "stream": [g[1] for g in gpu],
+            "start_ns": [g[2] * US for g in gpu],
+            "end_ns": [g[3] * US for g in gpu],
+            "correlation": [g[4] for g in gpu],
+        },
+        host={
+            "name": [h[0] for h in host],
+            "cat": [h[1] for h in host],
+            "start_ns": [h[2] * US for h in host],
+            "end_ns": [h[3] * US for h in host],
+            "pid": [pid] * len(host),
+            "tid": [h[4] for h in host],
+            "correlation": [h[5] for h in host],
+        },
+        annotations={
+            "name": [f"ProfilerStep#{n}" for n, _, _ in steps],
+            "kind": ["step"] * len(steps),
+            "start_ns": [s * US for _, s, _ in steps],
+            "end_ns": [e * US for _, _, e in steps],
+            "step": [n for n, _, _ in steps],
+        },
+    )
