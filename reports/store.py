@@ -45,6 +45,34 @@ PG_CONNECT_TIMEOUT_S = 10
 _PG_MIGRATION_LOCK = 0x67707363  # "gpsc": pg_advisory_xact_lock key of the migration step
 
 ENV_FIELDS = ("gpu_model", "gpu_count", "nodes", "driver", "cuda", "nccl", "torch")
+HISTORY_COLUMNS = (
+    "run_id",
+    "name",
+    "branch",
+    "commit_sha",
+    "recorded_at",
+    "fingerprint",
+    "key",
+    "metric",
+    "unit",
+    "direction",
+    "value",
+)
+"""Columns of :meth:`Store.history`."""
+VERDICT_COLUMNS = (
+    "created_at",
+    "name",
+    "branch",
+    "commit_sha",
+    "key",
+    "status",
+    "current",
+    "baseline",
+    "effect",
+    "p_value",
+    "reason",
+)
+"""Columns of :meth:`Store.verdicts`."""
 
 
 @dataclass(frozen=True)
@@ -468,57 +496,21 @@ class Store:
             q = q.where((Measurement.key == metric) | (Measurement.metric == metric))
         import pandas as pd
 
-        cols = [
-            "run_id",
-            "name",
-            "branch",
-            "commit_sha",
-            "recorded_at",
-            "fingerprint",
-            "key",
-            "metric",
-            "unit",
-            "direction",
-            "value",
-        ]
         with self._tx() as s:
-            return pd.DataFrame([tuple(r) for r in s.execute(q)], columns=cols)
+            return pd.DataFrame([tuple(r) for r in s.execute(q)], columns=list(HISTORY_COLUMNS))
 
     def verdicts(self, name: str | None = None) -> pd.DataFrame:
         """Stored gate verdicts: created_at, name, branch, commit_sha, key, status, current,
         baseline, effect, p_value, reason."""
-        q = select(
-            Verdict.created_at,
-            Verdict.name,
-            Verdict.branch,
-            Verdict.commit_sha,
-            Verdict.key,
-            Verdict.status,
-            Verdict.current,
-            Verdict.baseline,
-            Verdict.effect,
-            Verdict.p_value,
-            Verdict.reason,
-        ).order_by(Verdict.created_at, Verdict.id)
+        q = select(*(getattr(Verdict, c) for c in VERDICT_COLUMNS)).order_by(
+            Verdict.created_at, Verdict.id
+        )
         if name is not None:
             q = q.where(Verdict.name == name)
         import pandas as pd
 
-        cols = [
-            "created_at",
-            "name",
-            "branch",
-            "commit_sha",
-            "key",
-            "status",
-            "current",
-            "baseline",
-            "effect",
-            "p_value",
-            "reason",
-        ]
         with self._tx() as s:
-            return pd.DataFrame([tuple(r) for r in s.execute(q)], columns=cols)
+            return pd.DataFrame([tuple(r) for r in s.execute(q)], columns=list(VERDICT_COLUMNS))
 
 
 def _finite(x: float | None) -> float | None:

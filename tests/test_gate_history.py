@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from reports.history import annotate_history, change_points, render_history
+from reports.store import VERDICT_COLUMNS
 
 EVIL = "</script><script>alert('x')</script>"
 
@@ -35,20 +36,7 @@ def _history(values: list[float], fingerprints: list[str] | None = None, key: st
 
 
 def _verdicts(rows: list[dict]) -> pd.DataFrame:
-    cols = [
-        "created_at",
-        "name",
-        "branch",
-        "commit_sha",
-        "key",
-        "status",
-        "current",
-        "baseline",
-        "effect",
-        "p_value",
-        "reason",
-    ]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
 
 
 def test_a_step_is_found_where_it_happened() -> None:
