@@ -171,11 +171,7 @@ class CuptiCapture:
             return {
                 "kind": "kernel",
                 "name": str(a.name),
-                "start": int(a.start),
-                "end": int(a.end),
-                "device": int(a.device_id),
-                "stream": int(a.stream_id),
-                "correlation": int(a.correlation_id),
+                **_gpu_fields(a),
                 "grid": [int(a.grid_x), int(a.grid_y), int(a.grid_z)],
                 "block": [int(a.block_x), int(a.block_y), int(a.block_z)],
                 "registers": int(a.registers_per_thread),
@@ -192,21 +188,13 @@ class CuptiCapture:
                 "src_kind": _MEM_KIND.get(src or "", src),
                 "dst_kind": _MEM_KIND.get(dst or "", dst),
                 "bytes": int(a.bytes),
-                "start": int(a.start),
-                "end": int(a.end),
-                "device": int(a.device_id),
-                "stream": int(a.stream_id),
-                "correlation": int(a.correlation_id),
+                **_gpu_fields(a),
             }
         if kind == k.MEMSET:
             return {
                 "kind": "memset",
                 "bytes": int(a.bytes),
-                "start": int(a.start),
-                "end": int(a.end),
-                "device": int(a.device_id),
-                "stream": int(a.stream_id),
-                "correlation": int(a.correlation_id),
+                **_gpu_fields(a),
             }
         if kind in (k.RUNTIME, k.DRIVER):
             runtime = kind == k.RUNTIME
@@ -226,6 +214,17 @@ class CuptiCapture:
                 "correlation": int(a.correlation_id),
             }
         return None
+
+
+def _gpu_fields(a: Any) -> dict[str, int]:
+    """Time span, device, stream and correlation id of a GPU activity record."""
+    return {
+        "start": int(a.start),
+        "end": int(a.end),
+        "device": int(a.device_id),
+        "stream": int(a.stream_id),
+        "correlation": int(a.correlation_id),
+    }
 
 
 def _us(ns: int) -> int | float:
