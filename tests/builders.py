@@ -1,8 +1,8 @@
-"""Hand-built traces for analyzer tests: kernels, host calls and ProfilerSteps given in µs."""
+"""Hand-built traces for tests: kernels, host calls and ProfilerSteps given in µs; devices."""
 
 from __future__ import annotations
 
-from collectors.model import Trace, TraceMeta, make_trace
+from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 
 US = 1000
 
@@ -38,4 +38,15 @@ def trace_us(gpu: list[tuple], host: list[tuple], steps: list[tuple], pid: int =
             "end_ns": [e * US for _, _, e in steps],
             "step": [n for n, _, _ in steps],
         },
+    )
+
+
+def h100(rank: int) -> DeviceInfo:
+    """The H100 SXM (sm_90, 132 SMs) of *rank*."""
+    return DeviceInfo(
+        id=rank,
+        name="NVIDIA H100 80GB HBM3",
+        compute_major=9,
+        compute_minor=0,
+        sm_count=132,
     )

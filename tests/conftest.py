@@ -9,6 +9,8 @@ where ``.ci/run`` has installed it and absence is a failure.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,18 @@ SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
 SHARED_DATA = SHARED / "data"
 SAMPLES = REPO / "sample_traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+HTA_TRACES = {
+    "trace_filter": "trace_filter/sampled_rank-0.json.gz",
+    "nccl_data": "nccl_parser_config/nccl_data.json.gz",
+    "negative_queue": "negative_queue_length_values_check/rank0.json.gz",
+    "ns_resolution": "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "amd_trace": "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    "mtia": "mtia_trace_single_rank/mtia_rank_0.json.gz",
+    "alexnet": "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+}
+"""HTA's test traces that the golden tests read, by key (paths under ``kineto/hta``)."""
 
 
 def shared_path(*parts: str) -> Path:
@@ -36,6 +50,24 @@ def require_service(name: str, available: bool, how: str) -> None:
     if IN_CI:
         pytest.fail(f"{msg} (CI=true: .ci/run should have installed it)")
     pytest.skip(msg)
+
+
+def gpuscope(
+    *args: str | Path, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script's entry point in a fresh interpreter (no PATH dependence)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from cli.main import main; sys.exit(main())",
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture

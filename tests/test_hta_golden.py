@@ -12,23 +12,13 @@ import math
 from functools import cache
 
 import pytest
-from conftest import shared_path
+from conftest import HTA_TRACES, shared_path
 
 from analyzers.kernel_summary import kernel_summary
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import overlap, temporal_breakdown
 from collectors.load import load_traces
 from collectors.model import Trace
-
-TRACES = {
-    "trace_filter": "trace_filter/sampled_rank-0.json.gz",
-    "nccl_data": "nccl_parser_config/nccl_data.json.gz",
-    "negative_queue": "negative_queue_length_values_check/rank0.json.gz",
-    "ns_resolution": "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-    "amd_trace": "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-    "mtia": "mtia_trace_single_rank/mtia_rank_0.json.gz",
-    "alexnet": "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
-}
 
 # metrics.md §9.0: overlap %, idle µs, compute µs, non-compute µs, span µs, idle %, compute %,
 # non-compute % (None = NaN: no communication)
@@ -53,7 +43,7 @@ the table's whole-µs display (ns_resolution: exact span 384,634.463 µs, HTA 38
 
 @cache
 def load(key: str) -> Trace:
-    (trace,) = load_traces([shared_path("kineto", "hta", TRACES[key])])
+    (trace,) = load_traces([shared_path("kineto", "hta", HTA_TRACES[key])])
     return trace
 
 

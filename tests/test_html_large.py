@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collectors.model import DeviceInfo, Trace, TraceMeta, counter_table, make_trace
+from collectors.model import Trace, TraceMeta, counter_table, make_trace
 from reports.html import render_report
 from reports.html_payload import TOP_KERNELS
 from reports.html_series import MAX_BREAKDOWN_RANKS, MAX_BREAKDOWN_STEPS, MAX_COUNTER_POINTS
 from reports.series_sections import PLOT_FIELDS
 from reports.summary import build_summary
+from tests.builders import h100
 
 RANKS = 8
 STEPS = 250
@@ -72,15 +73,7 @@ def big_trace(rank: int, names: int = 300) -> Trace:
         rank=rank,
         source_format="synthetic",
         world_size=RANKS,
-        devices=[
-            DeviceInfo(
-                id=rank,
-                name="NVIDIA H100 80GB HBM3",
-                compute_major=9,
-                compute_minor=0,
-                sm_count=132,
-            )
-        ],
+        devices=[h100(rank)],
     )
     return make_trace(meta, gpu=gpu, annotations=ann)
 

@@ -15,11 +15,12 @@ import pytest
 from conftest import SAMPLES
 
 from collectors.load import load_traces
-from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from collectors.model import Trace, TraceMeta, make_trace
 from collectors.nvml import CSV_HEADER, read_counters
 from reports.html import render_report, write_report
 from reports.html_payload import build_payload
 from reports.summary import build_summary
+from tests.builders import h100
 
 SECTIONS = [
     "header",
@@ -150,15 +151,7 @@ def hostile_trace(rank: int) -> Trace:
         world_size=2,
         hostname=f"host{XSS_IMG}",
         source_path=f"/runs/{XSS_SCRIPT}/rank-{rank}.json",
-        devices=[
-            DeviceInfo(
-                id=rank,
-                name="NVIDIA H100 80GB HBM3",
-                compute_major=9,
-                compute_minor=0,
-                sm_count=132,
-            )
-        ],
+        devices=[h100(rank)],
     )
     return make_trace(meta, gpu=gpu, annotations=ann)
 

@@ -26,21 +26,14 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import shared_path
+from conftest import HTA_TRACES, shared_path
 
 from analyzers.idle import stream_idle_breakdown
 from analyzers.launch import hta_launches, launch_stats, queue_length, queue_summary
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace, make_trace
 
-TRACES = {
-    "trace_filter": "trace_filter/sampled_rank-0.json.gz",
-    "nccl_data": "nccl_parser_config/nccl_data.json.gz",
-    "negative_queue": "negative_queue_length_values_check/rank0.json.gz",
-    "ns_resolution": "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-    "amd_trace": "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-    "mtia": "mtia_trace_single_rank/mtia_rank_0.json.gz",
-}
+TRACES = {k: v for k, v in HTA_TRACES.items() if k != "alexnet"}
 
 FLOAT64_INPUT = {"ns_resolution"}
 """Traces whose timestamps a double cannot hold (see the module docstring)."""
