@@ -5,29 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from conftest import gpuscope, shared_path
 
 TRACE_FILTER = ("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
-
-
-def gpuscope(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the console script's entry point in a fresh interpreter (no PATH dependence)."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from cli.main import main; sys.exit(main())",
-            *map(str, args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], path: Path, problem: str) -> None:

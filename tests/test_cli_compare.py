@@ -7,26 +7,19 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SAMPLES, shared_path
+from conftest import gpuscope as run_gpuscope
 
 PAIR = ("kineto", "hta", "trace_compare")
 EVIL = 'evil<script>alert("x")</script>&kernel<float>'
 
 
 def gpuscope(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())"]
-        + [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-    )
+    return run_gpuscope(*args, cwd=cwd, timeout=600)
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -6,13 +6,11 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, gpuscope
 
 from cli.main import main
 from cli.report import looks_like_summary
@@ -26,20 +24,6 @@ def payload(html: Path) -> dict[str, Any]:
     text = html.read_text(encoding="utf-8")
     start = text.index('id="gpuscope-data">') + len('id="gpuscope-data">')
     return json.loads(text[start : text.index("</script>", start)])
-
-
-def gpuscope(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from cli.main import main; sys.exit(main())",
-            *map(str, args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")

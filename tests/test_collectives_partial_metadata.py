@@ -4,9 +4,9 @@ the summary, with what is known, and never shows a traceback."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import gpuscope
 
 
 def _event(name: str, cat: str, ts: float, dur: float, **args: object) -> dict:
@@ -66,11 +66,7 @@ def test_analyze_reports_what_is_known(tmp_path: Path) -> None:
     trace = tmp_path / "rank-0.json"
     trace.write_text(json.dumps(partial_trace()))
     out = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())",
-         "analyze", str(trace), "--json", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = gpuscope("analyze", trace, "--json", out)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     rank = json.loads(out.read_text())["ranks"][0]

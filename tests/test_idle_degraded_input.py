@@ -8,12 +8,10 @@ entirely empty; then the real Kineto fixtures of those kinds, through the JSON s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from conftest import gpuscope, shared_path
 
 from analyzers.host_bound import rank_verdict, step_verdicts
 from analyzers.idle import (
@@ -138,20 +136,7 @@ def test_real_traces_of_each_kind_give_the_possible_analyses(fixture: str) -> No
 def test_analyze_command_prints_the_note_and_exits_zero(tmp_path: Path) -> None:
     src = shared_path("kineto", "hta", "cpu_only", "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
     out = tmp_path / "s.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from cli.main import main; sys.exit(main())",
-            "analyze",
-            str(src),
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = gpuscope("analyze", src, "--json", out)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     summary = json.loads(out.read_text())

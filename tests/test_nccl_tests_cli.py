@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import shared_path
+from conftest import gpuscope, shared_path
 
 ALLREDUCE = ("nccl-tests", "superbench_a100-sxm4-40gb_1node_8gpu_allreduce.log")
-
-
-def gpuscope(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())",
-         *map(str, args)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
 
 
 def test_peak_table_and_json_of_a_real_log(tmp_path: Path) -> None:
