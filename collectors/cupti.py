@@ -267,6 +267,18 @@ def flow_events(correlation: int, src: dict[str, Any], dst: dict[str, Any]) -> l
     ]
 
 
+def _copy_args(r: dict[str, Any]) -> dict[str, Any]:
+    """Kineto ``args`` of a memcpy or memset record: where, bytes, bandwidth (B/ns = GB/s)."""
+    dur = r["end"] - r["start"]
+    return {
+        "device": r["device"],
+        "stream": r["stream"],
+        "correlation": r["correlation"],
+        "bytes": r["bytes"],
+        "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
+    }
+
+
 def to_kineto_events(
     records: Iterable[dict[str, Any]], *, offset_ns: int, base_ns: int
 ) -> list[dict[str, Any]]:
@@ -294,27 +306,13 @@ def to_kineto_events(
             }
             ev = complete_event(r["name"], "kernel", s, e, r["device"], r["stream"], base_ns, args)
         elif kind == "memcpy":
-            dur = r["end"] - r["start"]
             name = f"Memcpy {r['copy_kind']}"
             if r.get("src_kind") and r.get("dst_kind"):
                 name += f" ({r['src_kind']} -> {r['dst_kind']})"
-            args = {
-                "device": r["device"],
-                "stream": r["stream"],
-                "correlation": r["correlation"],
-                "bytes": r["bytes"],
-                "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
-            }
+            args = _copy_args(r)
             ev = complete_event(name, "gpu_memcpy", s, e, r["device"], r["stream"], base_ns, args)
         elif kind == "memset":
-            dur = r["end"] - r["start"]
-            args = {
-                "device": r["device"],
-                "stream": r["stream"],
-                "correlation": r["correlation"],
-                "bytes": r["bytes"],
-                "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
-            }
+            args = _copy_args(r)
             ev = complete_event(
                 "Memset (Device)", "gpu_memset", s, e, r["device"], r["stream"], base_ns, args
             )
