@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import gpuscope
 from test_gate_metrics import make_summary, sim_summary
 from test_gate_outputs import _xmlschema
 from test_store_backends import store_url  # noqa: F401  (fixture)
@@ -153,19 +152,10 @@ def test_bad_input_exits_2_with_one_clear_line(
 
 
 def test_process_exit_codes_and_no_traceback(files: dict[str, str], tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli.main", *args],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    bad = run("gate", files["v2"], "--baseline", files["base"])
+    bad = gpuscope("gate", files["v2"], "--baseline", files["base"], cwd=REPO)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1
-    assert run("gate", files["slow"], "--baseline", files["base"]).returncode == 1
+    assert gpuscope("gate", files["slow"], "--baseline", files["base"], cwd=REPO).returncode == 1
 
 
 def test_failed_record_leaves_the_store_untouched(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from collectors.errors import InputError
 from collectors.nsys import read_nsys
 from collectors.nsys_schema import NsysDb
-from tests.conftest import REPO, shared_path
+from tests.conftest import REPO, gpuscope, shared_path
 
 FUSER = "nsys2024.6.2.25__Fuser__report2.sqlite"
 
@@ -133,16 +131,6 @@ def test_unknown_extra_columns_are_ignored(tmp_path: Path) -> None:
         assert getattr(a, name).astype(str).equals(getattr(b, name).astype(str)), name
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize("case", ["not-sqlite", "not-nsys", "truncated"])
 def test_cli_analyze_bad_export_exits_2_with_one_line(tmp_path: Path, case: str) -> None:
     p = tmp_path / f"{case}.sqlite"
@@ -156,7 +144,7 @@ def test_cli_analyze_bad_export_exits_2_with_one_line(tmp_path: Path, case: str)
     else:
         src = shared_path("nsys", FUSER)
         p.write_bytes(src.read_bytes()[:300_000])
-    r = _cli("analyze", str(p))
+    r = gpuscope("analyze", p, cwd=REPO)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
