@@ -25,7 +25,7 @@ equal to the minimum is a limiter (ties are reported, mask bits as in ``cuda_occ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from analyzers.arch import KIB, ArchLimits
@@ -357,38 +357,14 @@ def what_if(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> WhatIf:
     base = occupancy(lim, cfg)
 
     def with_threads(t: int) -> LaunchConfig:
-        return LaunchConfig(
-            t,
-            cfg.regs_per_thread,
-            cfg.static_smem,
-            cfg.dynamic_smem,
-            cfg.optin,
-            cfg.carveout_pct,
-            cfg.barriers_per_block,
-        )
+        return replace(cfg, threads_per_block=t)
 
     def with_regs(r: int) -> LaunchConfig:
-        return LaunchConfig(
-            cfg.threads_per_block,
-            r,
-            cfg.static_smem,
-            cfg.dynamic_smem,
-            cfg.optin,
-            cfg.carveout_pct,
-            cfg.barriers_per_block,
-        )
+        return replace(cfg, regs_per_thread=r)
 
     def with_smem(total: int) -> LaunchConfig:
         static = min(cfg.static_smem, total)
-        return LaunchConfig(
-            cfg.threads_per_block,
-            cfg.regs_per_thread,
-            static,
-            total - static,
-            None,
-            cfg.carveout_pct,
-            cfg.barriers_per_block,
-        )
+        return replace(cfg, static_smem=static, dynamic_smem=total - static, optin=None)
 
     ws = lim.warp_size
     threads = sorted({*range(ws, lim.max_threads_per_block + 1, ws), cfg.threads_per_block})
