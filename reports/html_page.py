@@ -28,24 +28,28 @@ def script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _scaled(x: Any, spec: str, scale: float | None = None) -> str:
+    """*x* (divided by *scale*) in format *spec*; "–" when it is not a finite number."""
+    v = num(x)
+    if v is None:
+        return "–"
+    return format(v if scale is None else v / scale, spec)
+
+
 def ms(ns: Any) -> str:
-    v = num(ns)
-    return "–" if v is None else f"{v / 1e6:,.3f}"
+    return _scaled(ns, ",.3f", 1e6)
 
 
 def us(ns: Any) -> str:
-    v = num(ns)
-    return "–" if v is None else f"{v / 1e3:,.1f}"
+    return _scaled(ns, ",.1f", 1e3)
 
 
 def pct(x: Any) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:.1f}"
+    return _scaled(x, ".1f")
 
 
 def fixed(x: Any, digits: int = 1) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:,.{digits}f}"
+    return _scaled(x, f",.{digits}f")
 
 
 def integer(x: Any) -> str:
@@ -54,8 +58,7 @@ def integer(x: Any) -> str:
 
 
 def mib(b: Any) -> str:
-    v = num(b)
-    return "–" if v is None else f"{v / 2**20:,.1f}"
+    return _scaled(b, ",.1f", 2**20)
 
 
 def short(s: Any, width: int = 90) -> str:
