@@ -24,6 +24,15 @@ def _copy(tmp_path: Path, name: str = FUSER) -> Path:
     return dst
 
 
+def _sql(path: Path, *statements: str) -> None:
+    """Run *statements* on the SQLite file at *path* and commit."""
+    con = sqlite3.connect(path)
+    for statement in statements:
+        con.execute(statement)
+    con.commit()
+    con.close()
+
+
 def _error(path: Path) -> InputError:
     with pytest.raises(InputError) as info:
         read_nsys(path)
@@ -41,10 +50,7 @@ def test_file_that_is_not_sqlite_is_rejected(tmp_path: Path) -> None:
 
 def test_sqlite_file_that_is_not_an_nsys_export_is_rejected(tmp_path: Path) -> None:
     p = tmp_path / "other.sqlite"
-    con = sqlite3.connect(p)
-    con.execute("CREATE TABLE t (x INTEGER)")
-    con.commit()
-    con.close()
+    _sql(p, "CREATE TABLE t (x INTEGER)")
     assert "not an Nsight Systems export" in _error(p).message
 
 
@@ -101,30 +107,21 @@ def test_unreadable_export_is_rejected(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_missing_required_column_is_named(tmp_path: Path) -> None:
     p = _copy(tmp_path)
-    con = sqlite3.connect(p)
-    con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN demangledName")
-    con.commit()
-    con.close()
+    _sql(p, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN demangledName")
     msg = _error(p).message
     assert "CUPTI_ACTIVITY_KIND_KERNEL" in msg and "demangledName" in msg
 
 
 def test_missing_string_table_is_named(tmp_path: Path) -> None:
     p = _copy(tmp_path)
-    con = sqlite3.connect(p)
-    con.execute("DROP TABLE StringIds")
-    con.commit()
-    con.close()
+    _sql(p, "DROP TABLE StringIds")
     assert "StringIds" in _error(p).message
 
 
 def test_unknown_extra_columns_are_ignored(tmp_path: Path) -> None:
     p = _copy(tmp_path)
-    con = sqlite3.connect(p)
-    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
-        con.execute(f"ALTER TABLE {table} ADD COLUMN futureColumn2030 INTEGER DEFAULT 7")
-    con.commit()
-    con.close()
+    tables = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
+    _sql(p, *(f"ALTER TABLE {t} ADD COLUMN futureColumn2030 INTEGER DEFAULT 7" for t in tables))
     (a,) = read_nsys(p)
     (b,) = read_nsys(shared_path("nsys", FUSER))
     for name in ("gpu", "host", "annotations"):
@@ -137,10 +134,7 @@ def test_cli_analyze_bad_export_exits_2_with_one_line(tmp_path: Path, case: str)
     if case == "not-sqlite":
         p.write_text("hello")
     elif case == "not-nsys":
-        con = sqlite3.connect(p)
-        con.execute("CREATE TABLE t (x INTEGER)")
-        con.commit()
-        con.close()
+        _sql(p, "CREATE TABLE t (x INTEGER)")
     else:
         src = shared_path("nsys", FUSER)
         p.write_bytes(src.read_bytes()[:300_000])
