@@ -166,8 +166,16 @@ class Chunk:
         return normalize(events, self.path)[1]
 
 
-def stream_chunks(path: Path) -> Iterator[Chunk]:
+def stream_chunks(
+    path: Path, *, owned: Callable[[int], bool] | None = None, ends: list[int] | None = None
+) -> Iterator[Chunk | None]:
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
+
+    With *owned* (a parallel read, :mod:`collectors.kineto_parallel`), only the chunks whose
+    index it accepts are decoded; the others yield None and end at the last cut found, unchecked.
+    *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
+    the same file can check that they cut it alike (a reader that decodes a chunk takes the
+    first cut that decodes, as the serial reader does).
 
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
@@ -188,9 +196,11 @@ def stream_chunks(path: Path) -> Iterator[Chunk]:
     except msgspec.DecodeError:
         raise Fallback from None
     pending = [head[m.end() :]]
+    offset = m.end()  # of pending[0] in the text
     size = len(pending[0])
     searched = 0  # text before this offset holds no cut
     wanted = CHUNK_BYTES
+    index = 0
     del head
     for piece in pieces:
         pending.append(piece)
@@ -202,9 +212,17 @@ def stream_chunks(path: Path) -> Iterator[Chunk]:
         if not cuts:  # one huge event: wait for twice as much text (linear copying)
             pending, searched, wanted = [text], len(text), 2 * size
             continue
-        chunk, cut = _chunk_before(text, cuts, path)
+        chunk: Chunk | None = None
+        if owned is None or owned(index):
+            chunk, cut = _chunk_before(text, cuts, path)
+        else:
+            cut = cuts[0]
+        if ends is not None:
+            ends.append(offset + cut.start() + 1)
         yield chunk
         del chunk  # not alive while the next one decodes
+        index += 1
+        offset += cut.end() - 1
         pending = [text[cut.end() - 1 :]]
         size = len(pending[0])
         searched, wanted = 0, CHUNK_BYTES
@@ -213,6 +231,11 @@ def stream_chunks(path: Path) -> Iterator[Chunk]:
     del pending
     if _ANY_EVENTS_KEY.search(rest):
         raise Fallback  # a second traceEvents key, or one inside an event: read it whole
+    if ends is not None:
+        ends.append(offset + len(rest))
+    if owned is not None and not owned(index):
+        yield None
+        return
     last = _chunk(b'{"traceEvents":[' + rest, path, tail=True)
     last.top = merge_top(top, last.top)
     yield last

@@ -611,6 +611,15 @@ def pool_size(
     return max(1, min(n, len(units))), peak, avail, notes
 
 
+def run_unit_in_worker(*args: Any) -> UnitResult:
+    """:func:`run_unit` in a pool or Dask worker: its reads are serial (the workers already
+    fill the CPUs; :mod:`collectors.kineto_parallel`)."""
+    from collectors.kineto_parallel import serial_reads
+
+    with serial_reads():
+        return run_unit(*args)
+
+
 # --------------------------------------------------------------------------------------------
 # executors
 
@@ -627,7 +636,7 @@ def _run_local(
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
         futs: dict[Future[UnitResult], int] = {
-            ex.submit(run_unit, units[i], i, *args): i for i in pending
+            ex.submit(run_unit_in_worker, units[i], i, *args): i for i in pending
         }
         broken: list[int] = []
         while futs:
@@ -644,7 +653,7 @@ def _run_local(
     for i in broken:
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
             try:
-                done(ex.submit(run_unit, units[i], i, *args).result())
+                done(ex.submit(run_unit_in_worker, units[i], i, *args).result())
             except BrokenProcessPool:
                 done(
                     UnitResult(
@@ -694,7 +703,9 @@ def _run_dask(
         run_id = uuid.uuid4().hex[:12]
         try:
             futures = [
-                client.submit(run_unit, u, i, *args, pure=False, key=f"gpuscope-{run_id}-{i}")
+                client.submit(
+                    run_unit_in_worker, u, i, *args, pure=False, key=f"gpuscope-{run_id}-{i}"
+                )
                 for i, u in enumerate(units)
             ]
         except Exception as e:  # arguments Dask cannot serialize
@@ -928,4 +939,5 @@ __all__ = [
     "rank_digest",
     "rank_entry",
     "run_unit",
+    "run_unit_in_worker",
 ]

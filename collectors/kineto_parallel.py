@@ -1,0 +1,234 @@
+"""Reading one large Kineto file with two processes.
+
+Decoding a trace (:mod:`collectors.kineto_stream`) and turning its events into columns
+(:class:`collectors.kineto_rows.Rows`) is CPU work that one Python process does serially.  For a
+large file on a machine with a spare CPU, :func:`read_rows` forks one helper process and splits
+the chunks between the two: both gunzip the file and cut it into the same chunks, each decodes
+only its own (the helper every chunk whose index is odd: :func:`helper_owns`), then the helper's
+rows are pickled back through a pipe and merged in chunk order.
+
+The result is exactly the serial reader's:
+
+* a reader that decodes a chunk takes the first cut that decodes, as the serial reader does; one
+  that skips a chunk takes the last cut unchecked.  Both report every chunk's end offset; when
+  they differ (a ``}, {`` inside a string) the parallel read is abandoned;
+* anything unexpected on either side (the fork fails, the helper exits non-zero, a chunk
+  needs the whole-text reader, an :class:`InputError`) raises :class:`Fallback`: the caller then
+  reads the file serially, which reports errors exactly as before.
+
+Used when :func:`wanted` says so: Linux (``fork``), at least :data:`MIN_TEXT_BYTES` of JSON, two
+usable CPUs, and neither ``GPUSCOPE_READ_PROCS=1`` nor :func:`serial_reads` (the many-rank
+workers of :mod:`reports.parallel` read serially: they already fill the CPUs).  The helper only
+decodes and builds numpy columns (no locks, no imports, no output but its pipe), so forking is
+safe even when the parent runs other threads (a progress bar).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collectors.errors import InputError
+from collectors.kineto_decode import GZIP_MAGIC, KinetoFile
+from collectors.kineto_rows import Rows
+from collectors.kineto_stream import Fallback, stream_chunks
+
+MIN_TEXT_BYTES = 24 << 20
+"""Read in parallel from this much JSON text on (below, forking and merging cost more than
+half the decoding saves)."""
+ENV = "GPUSCOPE_READ_PROCS"
+"""``1``: always read serially; ``2``: in parallel whatever the number of CPUs (still only from
+:data:`MIN_TEXT_BYTES` on); unset: in parallel when two CPUs are usable."""
+
+_serial_depth = 0
+
+
+STATS_ENV = "GPUSCOPE_READ_STATS"
+"""``1``: the helper measures its private memory (:attr:`HelperStats.private_peak_kib`)."""
+
+
+@dataclass
+class HelperStats:
+    """The last helper process (for benchmarks)."""
+
+    private_peak_kib: int
+    """Peak of its private resident memory, sampled after each chunk and at the end, plus
+    the pickled rows (0 unless ``GPUSCOPE_READ_STATS=1``): what it adds to the parent's."""
+    cpu_s: float
+    """CPU seconds it used."""
+    maxrss_kib: int
+    """Its peak RSS, counting the pages it shares with the parent (``ru_maxrss``)."""
+
+
+last_helper: HelperStats | None = None
+"""Stats of the last helper that ran in this process (None before any)."""
+
+
+@contextlib.contextmanager
+def serial_reads() -> Iterator[None]:
+    """Within this block, every read in this process is serial."""
+    global _serial_depth
+    _serial_depth += 1
+    try:
+        yield
+    finally:
+        _serial_depth -= 1
+
+
+def helper_owns(index: int) -> bool:
+    """Whether the helper decodes chunk *index* (the odd ones)."""
+    return index % 2 == 1
+
+
+def wanted(path: Path) -> bool:
+    """Whether reading *path* in parallel should pay off (see the module docstring)."""
+    setting = os.environ.get(ENV, "").strip()
+    if _serial_depth or setting == "1" or not sys.platform.startswith("linux"):
+        return False
+    if setting != "2" and _cpus() < 2:
+        return False
+    try:
+        return text_bytes(path) >= MIN_TEXT_BYTES
+    except OSError:
+        return False  # the serial reader says what is wrong
+
+
+def text_bytes(path: Path) -> int:
+    """Size of the file's JSON text: the file's size, or for gzip the size its trailer records
+    (modulo 2**32, of the last member: an estimate)."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        if f.read(2) != GZIP_MAGIC or size < 20:
+            return size
+        f.seek(-4, os.SEEK_END)
+        return max(size, int.from_bytes(f.read(4), "little"))
+
+
+def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
+    """All rows of *path* and its top-level keys, read by this process and a forked helper.
+
+    Raises:
+        Fallback: the parallel read did not succeed; read the file serially.
+    """
+    global last_helper
+    read_fd, write_fd = os.pipe()
+    gc.freeze()  # the helper then copies fewer of the pages it shares with this process
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise Fallback from None
+    finally:
+        gc.unfreeze()
+    if pid == 0:  # pragma: no cover - the helper (its work is checked through the parent)
+        os.close(read_fd)
+        code = 3
+        try:
+            code = _helper(path, include_python, write_fd)
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    done = False
+    try:
+        rows, top, ends = _read_own(path, include_python, lambda i: not helper_owns(i))
+        with os.fdopen(read_fd, "rb") as f:
+            read_fd = -1
+            data = f.read()
+        _, status, usage = os.wait4(pid, 0)
+        done = True
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise Fallback
+        theirs = pickle.loads(data)
+        del data
+        last_helper = HelperStats(
+            theirs["private_peak_kib"], usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        )
+        if theirs["ends"] != ends:
+            raise Fallback  # the two readers cut the text differently
+        rows.merge(theirs["rows"])
+        top = top if top is not None else theirs["top"]
+    except InputError:
+        raise Fallback from None
+    finally:
+        if read_fd >= 0:
+            os.close(read_fd)
+        if not done:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    if top is None:
+        raise Fallback
+    return rows, top
+
+
+def _read_own(
+    path: Path, include_python: bool, owned: Any, after_chunk: Any = None
+) -> tuple[Rows, KinetoFile | None, list[int]]:
+    """The rows of the chunks *owned* accepts, the top-level keys if the last chunk is among
+    them, and every chunk's end offset."""
+    rows = Rows(path, include_python)
+    top: KinetoFile | None = None
+    ends: list[int] = []
+    for index, chunk in enumerate(stream_chunks(path, owned=owned, ends=ends)):
+        if chunk is None:
+            continue
+        rows.add(chunk, index)
+        if chunk.top is not None:
+            top = chunk.top
+        if after_chunk is not None:
+            after_chunk()
+        del chunk  # not alive while the next one decodes
+    return rows, top, ends
+
+
+def _helper(path: Path, include_python: bool, fd: int) -> int:
+    """The forked helper: decode its chunks of *path*, write them pickled to *fd*."""
+    peak = [0]
+    measure = os.environ.get(STATS_ENV) == "1"
+
+    def sample() -> None:
+        if measure:
+            peak[0] = max(peak[0], private_kib())
+
+    try:
+        rows, top, ends = _read_own(path, include_python, helper_owns, sample)
+    except (Fallback, InputError):
+        return 3
+    out = {"rows": rows.state(), "top": top, "ends": ends, "private_peak_kib": 0}
+    data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    sample()
+    if measure:  # the helper's own pages: what it adds to this process's memory
+        out["private_peak_kib"] = peak[0] + len(data) // 1024
+        data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return 0
+
+
+def private_kib() -> int:
+    """This process's private (unshared) resident memory, KiB (``/proc/self/smaps_rollup``)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            return sum(
+                int(line.split()[1])
+                for line in f
+                if line.startswith(("Private_Clean:", "Private_Dirty:"))
+            )
+    except OSError:
+        return 0
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
