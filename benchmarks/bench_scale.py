@@ -56,14 +56,23 @@ def _peak_kib():  # this process's own high-water mark (ru_maxrss would include 
 GPUSCOPE_TO_CHILD = (
     _PRELUDE
     + """
+import os, resource
 from pathlib import Path
 from analyzers.options import AnalysisOptions
+from collectors import kineto, kineto_parallel  # the reader's code, loaded before the clock
 from collectors.cache import TraceCache, read_kineto_cached
 from collectors.load import load_traces
 from reports import core_sections as cs
 trace, mode, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+def _cpu():
+    ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(r.ru_utime + r.ru_stime for r in ru)
+os.environ["GPUSCOPE_READ_STATS"] = "1"
+if mode == "parse-serial":
+    os.environ["GPUSCOPE_READ_PROCS"] = "1"
+c1 = _cpu()
 t1 = time.perf_counter()
-if mode == "parse":
+if mode.startswith("parse"):
     traces = load_traces([trace])
 else:
     traces, outcome = read_kineto_cached(Path(trace), TraceCache(cache_dir))
@@ -72,7 +81,11 @@ opts = AnalysisOptions()
 tb = cs.temporal(traces[0], opts, {})
 ov = cs.overlap(traces[0], opts, {})
 t2 = time.perf_counter()
-print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
+helper = kineto_parallel.last_helper
+print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "cpu_s": _cpu() - c1,
+                  "peak_kib": _peak_kib() + (helper.private_peak_kib if helper else 0),
+                  "helper_private_kib": helper.private_peak_kib if helper else 0,
+                  "helper_maxrss_kib": helper.maxrss_kib if helper else 0,
                   "check": f"idle {tb['idle_pct']:.2f}% compute {tb['compute_pct']:.2f}% "
                            f"overlap {ov['overlap_pct']}"}))
 """
@@ -87,6 +100,11 @@ trace = sys.argv[1]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     from hta.trace_analysis import TraceAnalysis
     logging.disable(logging.CRITICAL)
+    import resource
+    def _cpu():
+        ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return sum(r.ru_utime + r.ru_stime for r in ru)
+    c1 = _cpu()
     t1 = time.perf_counter()
     ta = TraceAnalysis(trace_files={0: trace}, trace_dir=os.path.dirname(trace))
     tb = ta.get_temporal_breakdown(visualize=False)
@@ -95,6 +113,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
 row = tb.iloc[0]
 pct = float(ov.iloc[0]["comp_comm_overlap_pctg"])
 print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
+                  "cpu_s": _cpu() - c1,
                   "check": f"idle {float(row['idle_time_pctg']):.2f}% compute "
                            f"{float(row['compute_time_pctg']):.2f}% "
                            f"overlap {None if pct != pct else pct}"}))
@@ -160,39 +179,51 @@ def _med(runs: list[dict[str, Any]], key: str) -> float:
 
 
 def _row(label: str, runs: list[dict[str, Any]]) -> str:
+    cpu = f"{_med(runs, 'cpu_s'):7.2f}" if "cpu_s" in runs[0] else f"{'-':>7}"
     return (
-        f"{label:34} {_med(runs, 'wall_s'):9.2f} {_med(runs, 'work_s'):9.2f} "
+        f"{label:38} {_med(runs, 'wall_s'):9.2f} {_med(runs, 'work_s'):8.2f} {cpu} "
         f"{_med(runs, 'peak_kib') / 1024:9.0f}  {runs[0]['check']}"
     )
 
 
-HEADER = f"{'':34} {'process s':>9} {'work s':>9} {'peak MiB':>9}  same work?"
+HEADER = f"{'':38} {'process s':>9} {'work s':>8} {'CPU s':>7} {'peak MiB':>9}  same work?"
 
 
 def part_a(trace: Path, repeat: int, hta_py: Path | None, env: dict[str, str]) -> None:
     print(f"\nA. load + temporal breakdown + overlap, {trace.name} (median of {repeat})")
+    modes = {
+        "parse": "gpuscope, parsing (default: 2 procs)",
+        "parse-serial": "gpuscope, parsing (1 process)",
+        "cached": "gpuscope, warm parse cache",
+    }
     with tempfile.TemporaryDirectory() as cache:
         warm = "from pathlib import Path; import sys; from collectors.cache import *\n"
         warm += "read_kineto_cached(Path(sys.argv[1]), TraceCache(sys.argv[2])); print('{}')"
         _child([sys.executable, warm, str(trace), cache], env)  # fill the parse cache
-        runs: dict[str, list[dict[str, Any]]] = {"parse": [], "cached": [], "hta": []}
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in (*modes, "hta")}
         for _ in range(repeat):  # interleaved: machine noise hits every tool alike
-            runs["parse"].append(
-                _child([sys.executable, GPUSCOPE_TO_CHILD, str(trace), "parse", cache], env)
-            )
-            runs["cached"].append(
-                _child([sys.executable, GPUSCOPE_TO_CHILD, str(trace), "cached", cache], env)
-            )
+            for mode in modes:
+                runs[mode].append(
+                    _child([sys.executable, GPUSCOPE_TO_CHILD, str(trace), mode, cache], env)
+                )
             if hta_py is not None:
                 runs["hta"].append(_child([str(hta_py), HTA_TO_CHILD, str(trace)], env))
     print(HEADER)
-    print(_row("gpuscope, parsing the trace", runs["parse"]))
-    print(_row("gpuscope, warm parse cache", runs["cached"]))
+    for mode, label in modes.items():
+        print(_row(label, runs[mode]))
+    helper = [r["helper_private_kib"] for r in runs["parse"]]
+    if any(helper):
+        print(
+            f"  (2 procs: peak MiB = the process's VmHWM + its helper's private memory, "
+            f"{statistics.median(helper) / 1024:.0f} MiB; the helper's own VmHWM, counting "
+            f"the pages it shares with the process, "
+            f"{_med(runs['parse'], 'helper_maxrss_kib') / 1024:.0f} MiB)"
+        )
     if runs["hta"]:
         print(_row("HTA 0.6.1", runs["hta"]))
-        for k, label in (("parse", "parsing"), ("cached", "warm cache")):
+        for k, label in modes.items():
             print(
-                f"ratio HTA / gpuscope {label}: process time "
+                f"ratio HTA / {label}: process time "
                 f"{_med(runs['hta'], 'wall_s') / _med(runs[k], 'wall_s'):.1f}x, work time "
                 f"{_med(runs['hta'], 'work_s') / _med(runs[k], 'work_s'):.1f}x, peak memory "
                 f"{_med(runs['hta'], 'peak_kib') / _med(runs[k], 'peak_kib'):.1f}x"

@@ -2,10 +2,12 @@
 
 Decoding a trace (:mod:`collectors.kineto_stream`) and turning its events into columns
 (:class:`collectors.kineto_rows.Rows`) is CPU work that one Python process does serially.  For a
-large file on a machine with a spare CPU, :func:`read_rows` forks one helper process and splits
-the chunks between the two: both gunzip the file and cut it into the same chunks, each decodes
-only its own (the helper every chunk whose index is odd: :func:`helper_owns`), then the helper's
-rows are pickled back through a pipe and merged in chunk order.
+large file on a machine with a spare CPU, :func:`read_rows` forks one helper process and the two
+share the chunks: both gunzip the file and cut it into the same chunks, in order; at each chunk a
+process claims it unless the other already has (a shared counter of claimed chunks), and decodes
+only the chunks it claimed.  The one that runs ahead takes more chunks, so the work balances
+itself whatever the cost of each chunk (metadata events decode faster than kernels with their
+arguments).  The helper's rows are pickled back through a pipe and merged in chunk order.
 
 The result is exactly the serial reader's:
 
@@ -19,19 +21,20 @@ The result is exactly the serial reader's:
 Used when :func:`wanted` says so: Linux (``fork``), at least :data:`MIN_TEXT_BYTES` of JSON, two
 usable CPUs, and neither ``GPUSCOPE_READ_PROCS=1`` nor :func:`serial_reads` (the many-rank
 workers of :mod:`reports.parallel` read serially: they already fill the CPUs).  The helper only
-decodes and builds numpy columns (no locks, no imports, no output but its pipe), so forking is
-safe even when the parent runs other threads (a progress bar).
+decodes and builds numpy columns (no imports, no output but its pipe; the one lock it takes was
+made for it), so forking is safe even when the parent runs other threads (a progress bar).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import multiprocessing
 import os
 import pickle
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,9 @@ class HelperStats:
     """CPU seconds it used."""
     maxrss_kib: int
     """Its peak RSS, counting the pages it shares with the parent (``ru_maxrss``)."""
+    chunks: int
+    """Chunks it decoded (of :attr:`all_chunks`)."""
+    all_chunks: int
 
 
 last_helper: HelperStats | None = None
@@ -81,11 +87,6 @@ def serial_reads() -> Iterator[None]:
         yield
     finally:
         _serial_depth -= 1
-
-
-def helper_owns(index: int) -> bool:
-    """Whether the helper decodes chunk *index* (the odd ones)."""
-    return index % 2 == 1
 
 
 def wanted(path: Path) -> bool:
@@ -119,6 +120,7 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
         Fallback: the parallel read did not succeed; read the file serially.
     """
     global last_helper
+    claimed = multiprocessing.get_context("fork").Value("q", 0)
     read_fd, write_fd = os.pipe()
     gc.freeze()  # the helper then copies fewer of the pages it shares with this process
     try:
@@ -133,13 +135,13 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
         os.close(read_fd)
         code = 3
         try:
-            code = _helper(path, include_python, write_fd)
+            code = _helper(path, include_python, claimed, write_fd)
         finally:
             os._exit(code)
     os.close(write_fd)
     done = False
     try:
-        rows, top, ends = _read_own(path, include_python, lambda i: not helper_owns(i))
+        rows, top, ends = _read_own(path, include_python, claimed)
         with os.fdopen(read_fd, "rb") as f:
             read_fd = -1
             data = f.read()
@@ -150,7 +152,11 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
         theirs = pickle.loads(data)
         del data
         last_helper = HelperStats(
-            theirs["private_peak_kib"], usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+            theirs["private_peak_kib"],
+            usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss,
+            theirs["chunks"],
+            len(ends),
         )
         if theirs["ends"] != ends:
             raise Fallback  # the two readers cut the text differently
@@ -171,27 +177,41 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
 
 
 def _read_own(
-    path: Path, include_python: bool, owned: Any, after_chunk: Any = None
+    path: Path,
+    include_python: bool,
+    claimed: Any,
+    after_chunk: Callable[[], None] | None = None,
 ) -> tuple[Rows, KinetoFile | None, list[int]]:
-    """The rows of the chunks *owned* accepts, the top-level keys if the last chunk is among
-    them, and every chunk's end offset."""
+    """The rows of the chunks this process claims (*claimed*: the shared count of chunks
+    claimed so far), the top-level keys if the last chunk is among them, and the end offset
+    of every chunk."""
     rows = Rows(path, include_python)
     top: KinetoFile | None = None
     ends: list[int] = []
-    for index, chunk in enumerate(stream_chunks(path, owned=owned, ends=ends)):
-        if chunk is None:
-            continue
-        rows.add(chunk, index)
-        if chunk.top is not None:
-            top = chunk.top
-        if after_chunk is not None:
-            after_chunk()
+    seen = 0  # chunks passed so far: the index of the next one
+
+    def claim(_: int) -> bool:
+        nonlocal seen
+        index, seen = seen, seen + 1
+        with claimed.get_lock():
+            if claimed.value != index:
+                return False  # the other process has it
+            claimed.value = index + 1
+            return True
+
+    for index, chunk in enumerate(stream_chunks(path, owned=claim, ends=ends)):
+        if chunk is not None:
+            rows.add(chunk, index)
+            if chunk.top is not None:
+                top = chunk.top
+            if after_chunk is not None:
+                after_chunk()
         del chunk  # not alive while the next one decodes
     return rows, top, ends
 
 
-def _helper(path: Path, include_python: bool, fd: int) -> int:
-    """The forked helper: decode its chunks of *path*, write them pickled to *fd*."""
+def _helper(path: Path, include_python: bool, claimed: Any, fd: int) -> int:
+    """The forked helper: decode the chunks of *path* it claims, write them pickled to *fd*."""
     peak = [0]
     measure = os.environ.get(STATS_ENV) == "1"
 
@@ -200,10 +220,11 @@ def _helper(path: Path, include_python: bool, fd: int) -> int:
             peak[0] = max(peak[0], private_kib())
 
     try:
-        rows, top, ends = _read_own(path, include_python, helper_owns, sample)
+        rows, top, ends = _read_own(path, include_python, claimed, sample)
     except (Fallback, InputError):
         return 3
     out = {"rows": rows.state(), "top": top, "ends": ends, "private_peak_kib": 0}
+    out["chunks"] = rows.chunks
     data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
     sample()
     if measure:  # the helper's own pages: what it adds to this process's memory

@@ -104,6 +104,8 @@ class Rows:
         self.metas: list[tuple[int, dict[Any, MEvent]]] = []
         self.index = 0
         """Index of the chunk being added."""
+        self.chunks = 0
+        """Chunks added."""
         self.compact: dict[bytes, str | None] = {b"": None}
         self.copy_kind_of_name: dict[int, str | None] = {}
         self.n_acts = 0
@@ -113,6 +115,7 @@ class Rows:
     def add(self, chunk: Chunk, index: int) -> None:
         """Add the rows of chunk number *index* (activity rows, counters, metadata)."""
         self.index = index
+        self.chunks += 1
         xs: list[XEvent] = []
         metas: list[MEvent] = []
         others: list[Any] = []

@@ -172,7 +172,8 @@ def stream_chunks(
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
     With *owned* (a parallel read, :mod:`collectors.kineto_parallel`), only the chunks whose
-    index it accepts are decoded; the others yield None and end at the last cut found, unchecked.
+    start offset in the text it accepts are decoded; the others yield None and end at the last
+    cut found, unchecked.
     *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
     the same file can check that they cut it alike (a reader that decodes a chunk takes the
     first cut that decodes, as the serial reader does).
@@ -200,7 +201,6 @@ def stream_chunks(
     size = len(pending[0])
     searched = 0  # text before this offset holds no cut
     wanted = CHUNK_BYTES
-    index = 0
     del head
     for piece in pieces:
         pending.append(piece)
@@ -213,7 +213,7 @@ def stream_chunks(
             pending, searched, wanted = [text], len(text), 2 * size
             continue
         chunk: Chunk | None = None
-        if owned is None or owned(index):
+        if owned is None or owned(offset):
             chunk, cut = _chunk_before(text, cuts, path)
         else:
             cut = cuts[0]
@@ -221,7 +221,6 @@ def stream_chunks(
             ends.append(offset + cut.start() + 1)
         yield chunk
         del chunk  # not alive while the next one decodes
-        index += 1
         offset += cut.end() - 1
         pending = [text[cut.end() - 1 :]]
         size = len(pending[0])
@@ -233,7 +232,7 @@ def stream_chunks(
         raise Fallback  # a second traceEvents key, or one inside an event: read it whole
     if ends is not None:
         ends.append(offset + len(rest))
-    if owned is not None and not owned(index):
+    if owned is not None and not owned(offset):
         yield None
         return
     last = _chunk(b'{"traceEvents":[' + rest, path, tail=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +16,8 @@ from conftest import SAMPLES, SHARED_DATA, shared_path
 
 from collectors import kineto_parallel, kineto_stream
 from collectors.errors import InputError
-from collectors.kineto import read_kineto
+from collectors.kineto import finish, read_kineto
+from collectors.kineto_rows import Rows
 from collectors.kineto_stream import Fallback
 from collectors.model import Trace
 
@@ -43,7 +46,7 @@ def assert_same_trace(a: Trace, b: Trace) -> None:
 
 def _chunks_of(path: Path) -> int:
     ends: list[int] = []
-    for _ in kineto_stream.stream_chunks(path, owned=lambda i: False, ends=ends):
+    for _ in kineto_stream.stream_chunks(path, owned=lambda at: False, ends=ends):
         pass
     return len(ends)
 
@@ -61,13 +64,25 @@ def test_parallel_read_equals_serial_read_on_every_trace(path: Path, small_chunk
     assert_same_trace(read_kineto(path, parallel=True), serial)
 
 
-def test_both_processes_decode_chunks_of_a_multi_chunk_trace(small_chunks: None) -> None:
+def test_the_helper_takes_the_chunks_the_slower_process_has_not_claimed(
+    monkeypatch: pytest.MonkeyPatch, small_chunks: None
+) -> None:
     path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
-    assert _chunks_of(path) >= 4
-    rows, _ = kineto_parallel.read_rows(path, include_python=False)
-    indexes = {i for i, _ in rows.host}
-    assert any(i % 2 for i in indexes) and any(i % 2 == 0 for i in indexes)
-    assert indexes == set(range(len(indexes)))  # every chunk with host rows, from either side
+    serial = read_kineto(path, parallel=False)
+    parent, add = os.getpid(), Rows.add
+
+    def slow_in_parent(self: Rows, chunk: object, index: int) -> None:
+        if os.getpid() == parent:
+            time.sleep(0.05)
+        add(self, chunk, index)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Rows, "add", slow_in_parent)
+    rows, top = kineto_parallel.read_rows(path, include_python=False)
+    helper = kineto_parallel.last_helper
+    assert helper is not None and helper.all_chunks >= 4
+    assert helper.chunks > helper.all_chunks // 2  # the helper ran ahead and took most
+    assert rows.chunks + helper.chunks == helper.all_chunks  # each chunk decoded once
+    assert_same_trace(finish(rows, top, None), serial)
 
 
 def test_python_functions_kept_when_asked(small_chunks: None) -> None:
