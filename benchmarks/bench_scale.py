@@ -129,6 +129,9 @@ if __name__ == "__main__":
     from reports.summary import RANK_SECTIONS, RUN_SECTIONS
     for _, spec in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
         importlib.import_module(spec.partition(":")[0])
+    for module in ("collectors.cache", "collectors.load", "collectors.kineto", "analyzers.comm",
+                   "analyzers.skew", "importlib.metadata"):  # what analyze_paths imports lazily
+        importlib.import_module(module)
     paths, scheduler, workers, cache_dir, clear = sys.argv[1:6]
     if clear == "results":
         from collectors.cache import TraceCache
