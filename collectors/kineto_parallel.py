@@ -34,7 +34,7 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +63,9 @@ class HelperStats:
     """The last helper process (for benchmarks)."""
 
     private_peak_kib: int
-    """Peak of its private resident memory, sampled after each chunk and at the end, plus
-    the pickled rows (0 unless ``GPUSCOPE_READ_STATS=1``): what it adds to the parent's."""
+    """A bound on its peak private resident memory, the pickled rows included
+    (:func:`private_peak_kib`; 0 unless ``GPUSCOPE_READ_STATS=1``): what it adds to the
+    parent's memory."""
     cpu_s: float
     """CPU seconds it used."""
     maxrss_kib: int
@@ -180,7 +181,6 @@ def _read_own(
     path: Path,
     include_python: bool,
     claimed: Any,
-    after_chunk: Callable[[], None] | None = None,
 ) -> tuple[Rows, KinetoFile | None, list[int]]:
     """The rows of the chunks this process claims (*claimed*: the shared count of chunks
     claimed so far), the top-level keys if the last chunk is among them, and the end offset
@@ -204,48 +204,42 @@ def _read_own(
             rows.add(chunk, index)
             if chunk.top is not None:
                 top = chunk.top
-            if after_chunk is not None:
-                after_chunk()
         del chunk  # not alive while the next one decodes
     return rows, top, ends
 
 
 def _helper(path: Path, include_python: bool, claimed: Any, fd: int) -> int:
     """The forked helper: decode the chunks of *path* it claims, write them pickled to *fd*."""
-    peak = [0]
-    measure = os.environ.get(STATS_ENV) == "1"
-
-    def sample() -> None:
-        if measure:
-            peak[0] = max(peak[0], private_kib())
-
     try:
-        rows, top, ends = _read_own(path, include_python, claimed, sample)
+        rows, top, ends = _read_own(path, include_python, claimed)
     except (Fallback, InputError):
         return 3
-    out = {"rows": rows.state(), "top": top, "ends": ends, "private_peak_kib": 0}
-    out["chunks"] = rows.chunks
+    out = {"rows": rows.state(), "top": top, "ends": ends, "chunks": rows.chunks}
+    out["private_peak_kib"] = 0
     data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-    sample()
-    if measure:  # the helper's own pages: what it adds to this process's memory
-        out["private_peak_kib"] = peak[0] + len(data) // 1024
+    if os.environ.get(STATS_ENV) == "1":  # measured once, at the end (reading smaps costs)
+        out["private_peak_kib"] = private_peak_kib()
+        del data
         data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return 0
 
 
-def private_kib() -> int:
-    """This process's private (unshared) resident memory, KiB (``/proc/self/smaps_rollup``)."""
+def private_peak_kib() -> int:
+    """A bound on this forked process's peak private (unshared) resident memory, KiB: its
+    private memory now plus what its RSS has dropped from its peak (``VmHWM``).  Pages shared
+    with the parent only ever become private, so at the peak the shared part was at least what
+    it is now.  0 where ``/proc`` cannot tell."""
     try:
         with open("/proc/self/smaps_rollup") as f:
-            return sum(
-                int(line.split()[1])
-                for line in f
-                if line.startswith(("Private_Clean:", "Private_Dirty:"))
-            )
-    except OSError:
+            fields = dict(line.split()[:2] for line in f if line.endswith("kB\n"))
+        with open("/proc/self/status") as f:
+            hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
         return 0
+    private = int(fields.get("Private_Clean:", 0)) + int(fields.get("Private_Dirty:", 0))
+    return private + max(0, hwm - int(fields.get("Rss:", hwm)))
 
 
 def _cpus() -> int:
