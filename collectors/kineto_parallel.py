@@ -95,7 +95,7 @@ def wanted(path: Path) -> bool:
     setting = os.environ.get(ENV, "").strip()
     if _serial_depth or setting == "1" or not sys.platform.startswith("linux"):
         return False
-    if setting != "2" and _cpus() < 2:
+    if setting != "2" and usable_cpus() < 2:
         return False
     try:
         return text_bytes(path) >= MIN_TEXT_BYTES
@@ -242,7 +242,8 @@ def private_peak_kib() -> int:
     return private + max(0, hwm - int(fields.get("Rss:", hwm)))
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

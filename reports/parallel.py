@@ -54,6 +54,7 @@ import numpy as np
 from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError, UsageError
+from collectors.kineto_parallel import usable_cpus
 from collectors.model import (
     Trace,
     TraceMeta,
@@ -590,20 +591,12 @@ def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
     return int(WORKER_BASE_BYTES + work)
 
 
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def pool_size(
     units: Sequence[Unit], requested: int | None, cache_root: str | None
 ) -> tuple[int, int, int, list[str]]:
     """(workers, planned peak per worker, available memory, notes) for the local pool."""
     notes = []
-    cpus = _cpus()
+    cpus = usable_cpus()
     peak = max((estimate_peak_bytes(u, cache_root) for u in units), default=WORKER_BASE_BYTES)
     avail = available_memory_bytes()
     by_memory = max(1, math.floor(avail * MEMORY_HEADROOM / peak))

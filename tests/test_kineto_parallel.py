@@ -110,25 +110,26 @@ def test_cuts_that_differ_between_the_processes_fall_back_to_the_serial_read(
     assert_same_trace(read_kineto(path, parallel=True), read_kineto(path, parallel=False))
 
 
-def test_a_failing_helper_falls_back_to_the_serial_read(
-    monkeypatch: pytest.MonkeyPatch, small_chunks: None
+def _exit_3(*_: object) -> int:
+    return 3
+
+
+def _die(*_: object) -> int:
+    raise SystemExit(9)
+
+
+def _crash(*_: object) -> int:
+    raise RuntimeError("helper bug")
+
+
+@pytest.mark.parametrize("helper", [_exit_3, _die, _crash], ids=["exits-3", "dies", "crashes"])
+def test_a_helper_that_fails_falls_back_to_the_serial_read(
+    monkeypatch: pytest.MonkeyPatch, small_chunks: None, helper: object
 ) -> None:
     path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
-    monkeypatch.setattr(kineto_parallel, "_helper", lambda *a: 3)
+    monkeypatch.setattr(kineto_parallel, "_helper", helper)
     with pytest.raises(Fallback):
         kineto_parallel.read_rows(path, include_python=False)
-    assert_same_trace(read_kineto(path, parallel=True), read_kineto(path, parallel=False))
-
-
-def test_a_helper_that_dies_falls_back_to_the_serial_read(
-    monkeypatch: pytest.MonkeyPatch, small_chunks: None
-) -> None:
-    path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
-
-    def die(*_: object) -> int:
-        raise SystemExit(9)
-
-    monkeypatch.setattr(kineto_parallel, "_helper", die)
     assert_same_trace(read_kineto(path, parallel=True), read_kineto(path, parallel=False))
 
 
@@ -162,19 +163,19 @@ def test_wanted_only_for_large_files_with_a_spare_cpu(
     small.write_bytes(b" " * 100)
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 1024)
     monkeypatch.delenv(kineto_parallel.ENV, raising=False)
-    monkeypatch.setattr(kineto_parallel, "_cpus", lambda: 2)
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
     assert kineto_parallel.wanted(big)
     assert not kineto_parallel.wanted(small)
     assert not kineto_parallel.wanted(tmp_path / "missing.json")
     with kineto_parallel.serial_reads():
         assert not kineto_parallel.wanted(big)
     assert kineto_parallel.wanted(big)
-    monkeypatch.setattr(kineto_parallel, "_cpus", lambda: 1)
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 1)
     assert not kineto_parallel.wanted(big)
     monkeypatch.setenv(kineto_parallel.ENV, "2")
     assert kineto_parallel.wanted(big)
     monkeypatch.setenv(kineto_parallel.ENV, "1")
-    monkeypatch.setattr(kineto_parallel, "_cpus", lambda: 2)
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
     assert not kineto_parallel.wanted(big)
 
 

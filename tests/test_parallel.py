@@ -14,6 +14,7 @@ from conftest import shared_path
 
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
+from collectors.kineto_parallel import usable_cpus
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
 from reports import parallel
@@ -218,7 +219,7 @@ def test_pool_is_sized_down_when_memory_is_short(
     assert (n, planned) == (2, peak)  # floor(0.8 * 2.6) = 2 workers fit
     assert notes and "using 2" in notes[0]
     monkeypatch.setattr(parallel, "available_memory_bytes", lambda: 64 * peak)
-    assert pool_size(units, None, None)[0] == min(4, parallel._cpus())
+    assert pool_size(units, None, None)[0] == min(4, usable_cpus())
 
 
 def test_peak_estimate_reads_the_uncompressed_size_of_gzip_files(tmp_path: Path) -> None:
