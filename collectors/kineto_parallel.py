@@ -121,24 +121,29 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
         Fallback: the parallel read did not succeed; read the file serially.
     """
     global last_helper
-    claimed = multiprocessing.get_context("fork").Value("q", 0)
+    try:
+        claimed = multiprocessing.get_context("fork").Value("q", 0)  # shared memory + a lock
+    except (OSError, ImportError, ValueError):  # no /dev/shm, no sem_open...
+        raise Fallback from None
     read_fd, write_fd = os.pipe()
     gc.freeze()  # the helper then copies fewer of the pages it shares with this process
     try:
         pid = os.fork()
     except OSError:
+        gc.unfreeze()
         os.close(read_fd)
         os.close(write_fd)
         raise Fallback from None
-    finally:
-        gc.unfreeze()
     if pid == 0:  # pragma: no cover - the helper (its work is checked through the parent)
-        os.close(read_fd)
         code = 3
         try:
+            for sig in (signal.SIGINT, signal.SIGTERM):  # not the parent's handlers
+                signal.signal(sig, signal.SIG_DFL)
+            os.close(read_fd)
             code = _helper(path, include_python, claimed, write_fd)
         finally:
-            os._exit(code)
+            os._exit(code)  # no atexit handlers, no flushing the parent's buffers
+    gc.unfreeze()
     os.close(write_fd)
     done = False
     try:
