@@ -34,6 +34,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ ENV = "GPUSCOPE_READ_PROCS"
 :data:`MIN_TEXT_BYTES` on); unset: in parallel when two CPUs are usable."""
 
 _serial_depth = 0
+_serial_lock = threading.Lock()
 
 
 STATS_ENV = "GPUSCOPE_READ_STATS"
@@ -81,13 +83,16 @@ last_helper: HelperStats | None = None
 
 @contextlib.contextmanager
 def serial_reads() -> Iterator[None]:
-    """Within this block, every read in this process is serial."""
+    """Within this block, every read in this process is serial (thread-safe: Dask runs tasks
+    in threads of one worker process)."""
     global _serial_depth
-    _serial_depth += 1
+    with _serial_lock:
+        _serial_depth += 1
     try:
         yield
     finally:
-        _serial_depth -= 1
+        with _serial_lock:
+            _serial_depth -= 1
 
 
 def wanted(path: Path) -> bool:
