@@ -46,18 +46,17 @@ from collectors.kineto_rows import Rows
 from collectors.kineto_stream import Fallback, stream_chunks
 
 MIN_TEXT_BYTES = 24 << 20
-"""Read in parallel from this much JSON text on (below, forking and merging cost more than
-half the decoding saves)."""
+"""Read in parallel from this much JSON text on (a threshold chosen, not tuned: the helper's
+fixed costs, forking, a second gunzip, merging, matter less on large files)."""
 ENV = "GPUSCOPE_READ_PROCS"
 """``1``: always read serially; ``2``: in parallel whatever the number of CPUs (still only from
 :data:`MIN_TEXT_BYTES` on); unset: in parallel when two CPUs are usable."""
 
-_serial_depth = 0
-_serial_lock = threading.Lock()
-
-
 STATS_ENV = "GPUSCOPE_READ_STATS"
 """``1``: the helper measures its private memory (:attr:`HelperStats.private_peak_kib`)."""
+
+_serial_depth = 0
+_serial_lock = threading.Lock()
 
 
 @dataclass
@@ -73,8 +72,9 @@ class HelperStats:
     maxrss_kib: int
     """Its peak RSS, counting the pages it shares with the parent (``ru_maxrss``)."""
     chunks: int
-    """Chunks it decoded (of :attr:`all_chunks`)."""
+    """Chunks it decoded."""
     all_chunks: int
+    """Chunks in the file."""
 
 
 last_helper: HelperStats | None = None
