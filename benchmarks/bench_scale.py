@@ -49,16 +49,19 @@ LARGEST = SHARED / "data" / "kineto" / "hta" / "mtia_trace_single_rank" / "mtia_
 
 _PRELUDE = """
 import time; T0 = time.perf_counter()
-import hashlib, json, sys
+import hashlib, json, resource, sys
 def _peak_kib():  # this process's own high-water mark (ru_maxrss would include the parent's)
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+def _cpu():  # CPU-seconds of this process and the children it has waited for
+    ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(r.ru_utime + r.ru_stime for r in ru)
 """
 
 GPUSCOPE_TO_CHILD = (
     _PRELUDE
     + """
-import os, resource
+import os
 from pathlib import Path
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader's code, loaded before the clock
@@ -66,9 +69,6 @@ from collectors.cache import TraceCache, read_kineto_cached
 from collectors.load import load_traces
 from reports import core_sections as cs
 trace, mode, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
-def _cpu():
-    ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    return sum(r.ru_utime + r.ru_stime for r in ru)
 os.environ["GPUSCOPE_READ_STATS"] = "1"
 if mode == "parse-serial":
     os.environ["GPUSCOPE_READ_PROCS"] = "1"
@@ -102,10 +102,6 @@ trace = sys.argv[1]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     from hta.trace_analysis import TraceAnalysis
     logging.disable(logging.CRITICAL)
-    import resource
-    def _cpu():
-        ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-        return sum(r.ru_utime + r.ru_stime for r in ru)
     c1 = _cpu()
     t1 = time.perf_counter()
     ta = TraceAnalysis(trace_files={0: trace}, trace_dir=os.path.dirname(trace))
@@ -141,10 +137,6 @@ if __name__ == "__main__":
     if clear == "results":
         from collectors.cache import TraceCache
         TraceCache(cache_dir).results.clear()
-    import resource
-    def _cpu():
-        ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-        return sum(r.ru_utime + r.ru_stime for r in ru)
     with open("/proc/loadavg") as f:
         load0 = float(f.read().split()[0])
     c1 = _cpu()

@@ -13,6 +13,7 @@ that are not objects) are decoded with the generic :class:`Event` instead.
 from __future__ import annotations
 
 import operator
+import os
 import zlib
 from decimal import Decimal
 from functools import reduce
@@ -26,6 +27,21 @@ from numpy.typing import NDArray
 from collectors.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzip_isize(path: Path) -> int | None:
+    """The uncompressed size a gzip file's trailer records (ISIZE: modulo 2**32, of the last
+    member only, so an estimate), or None when *path* is not gzip (or too short to be).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as f:
+        if f.read(2) != GZIP_MAGIC or f.seek(0, os.SEEK_END) < 18:  # header + trailer
+            return None
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
+
 
 COMM_KEYS: tuple[str, ...] = (
     "Collective name",

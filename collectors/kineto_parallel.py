@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
-from collectors.kineto_decode import GZIP_MAGIC, KinetoFile
+from collectors.kineto_decode import KinetoFile, gzip_isize
 from collectors.kineto_rows import Rows
 from collectors.kineto_stream import Fallback, stream_chunks
 
@@ -114,11 +114,8 @@ def text_bytes(path: Path) -> int:
     """Size of the file's JSON text: the file's size, or for gzip the size its trailer records
     (modulo 2**32, of the last member: an estimate)."""
     size = path.stat().st_size
-    with path.open("rb") as f:
-        if f.read(2) != GZIP_MAGIC or size < 20:
-            return size
-        f.seek(-4, os.SEEK_END)
-        return max(size, int.from_bytes(f.read(4), "little"))
+    isize = gzip_isize(path)
+    return size if isize is None else max(size, isize)
 
 
 def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
@@ -200,11 +197,8 @@ def _read_own(
     rows = Rows(path, include_python)
     top: KinetoFile | None = None
     ends: list[int] = []
-    seen = 0  # chunks passed so far: the index of the next one
 
-    def claim(_: int) -> bool:
-        nonlocal seen
-        index, seen = seen, seen + 1
+    def claim(index: int) -> bool:
         with claimed.get_lock():
             if claimed.value != index:
                 return False  # the other process has it

@@ -177,8 +177,8 @@ def stream_chunks(
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
     With *owned* (a parallel read, :mod:`collectors.kineto_parallel`), only the chunks whose
-    start offset in the text it accepts are decoded; the others yield None and end at the last
-    cut found, unchecked.
+    index (0, 1, ... in order; called once per chunk) it accepts are decoded; the others yield
+    None and end at the last cut found, unchecked.
     *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
     the same file can check that they cut it alike (a reader that decodes a chunk takes the
     first cut that decodes, as the serial reader does).
@@ -203,6 +203,7 @@ def stream_chunks(
         raise Fallback from None
     pending = [head[m.end() :]]
     offset = m.end()  # of pending[0] in the text
+    index = 0  # of the chunk being cut
     size = len(pending[0])
     searched = 0  # text before this offset holds no cut
     wanted = CHUNK_BYTES
@@ -218,7 +219,7 @@ def stream_chunks(
             pending, searched, wanted = [text], len(text), 2 * size
             continue
         chunk: Chunk | None = None
-        if owned is None or owned(offset):
+        if owned is None or owned(index):
             chunk, cut = _chunk_before(text, cuts, path)
         else:
             cut = cuts[0]
@@ -227,6 +228,7 @@ def stream_chunks(
         yield chunk
         del chunk  # not alive while the next one decodes
         offset += cut.end() - 1
+        index += 1
         pending = [text[cut.end() - 1 :]]
         size = len(pending[0])
         searched, wanted = 0, CHUNK_BYTES
@@ -237,7 +239,7 @@ def stream_chunks(
         raise Fallback  # a second traceEvents key, or one inside an event: read it whole
     if ends is not None:
         ends.append(offset + len(rest))
-    if owned is not None and not owned(offset):
+    if owned is not None and not owned(index):
         yield None
         return
     last = _chunk(b'{"traceEvents":[' + rest, path, tail=True)

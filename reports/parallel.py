@@ -39,7 +39,6 @@ import math
 import multiprocessing
 import os
 import pickle
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +53,7 @@ import numpy as np
 from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError, UsageError
+from collectors.kineto_decode import gzip_isize
 from collectors.kineto_parallel import usable_cpus
 from collectors.model import (
     Trace,
@@ -526,13 +526,10 @@ def available_memory_bytes() -> int:
 def _json_bytes(path: Path) -> int:
     """Uncompressed size of a Kineto file (gzip's ISIZE trailer; at least 10x the .gz)."""
     size = path.stat().st_size
-    with contextlib.suppress(OSError), path.open("rb") as f:
-        if f.read(2) != b"\x1f\x8b":
-            return size
-        f.seek(-4, os.SEEK_END)
-        isize = struct.unpack("<I", f.read(4))[0]
-        return max(isize, 10 * size)
-    return size
+    isize = None
+    with contextlib.suppress(OSError):
+        isize = gzip_isize(path)
+    return size if isize is None else max(isize, 10 * size)
 
 
 def _cached_entry_bytes(unit: Unit, cache_root: str | None) -> int | None:

@@ -46,7 +46,7 @@ def assert_same_trace(a: Trace, b: Trace) -> None:
 
 def _chunks_of(path: Path) -> int:
     ends: list[int] = []
-    for _ in kineto_stream.stream_chunks(path, owned=lambda at: False, ends=ends):
+    for _ in kineto_stream.stream_chunks(path, owned=lambda index: False, ends=ends):
         pass
     return len(ends)
 
