@@ -50,8 +50,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
-import orjson
 import pandas as pd
 
 from collectors.linking import enclosing_parents, innermost_range
@@ -149,9 +149,9 @@ def parse_inputs(dims: Any, types: Any) -> list[Tensor | None] | None:
     """Kineto ``Input Dims``/``Input type`` (JSON strings or lists) → tensors (None for
     scalars, lists and absent optionals); None when unparseable or of different lengths."""
     try:
-        d = orjson.loads(dims) if isinstance(dims, (str, bytes)) else dims
-        t = orjson.loads(types) if isinstance(types, (str, bytes)) else types
-    except orjson.JSONDecodeError:
+        d = msgspec.json.decode(dims) if isinstance(dims, (str, bytes)) else dims
+        t = msgspec.json.decode(types) if isinstance(types, (str, bytes)) else types
+    except msgspec.DecodeError:
         return None
     if not isinstance(d, list) or not isinstance(t, list) or len(d) != len(t):
         return None
@@ -709,7 +709,7 @@ def _text(v: Any) -> str:
         return ""
     if isinstance(v, (str, bytes)):
         return v.decode() if isinstance(v, bytes) else v
-    return orjson.dumps(v).decode()
+    return msgspec.json.encode(v).decode()
 
 
 def op_groups(costs: pd.DataFrame) -> pd.DataFrame:

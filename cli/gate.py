@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
+import msgspec
 import typer
 from rich.console import Console
 
@@ -64,10 +64,10 @@ def read_summary(path: Path) -> tuple[dict[str, Any], str]:
         )
     try:
         raw = path.read_bytes()
-        data = orjson.loads(raw)
+        data = msgspec.json.decode(raw)
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=path) from err
-    except orjson.JSONDecodeError as err:
+    except msgspec.DecodeError as err:
         raise InputError(f"not valid JSON: {err}", path=path) from err
     if not isinstance(data, dict) or "schema_version" not in data or "ranks" not in data:
         raise InputError("not a gpuscope JSON summary (no schema_version/ranks)", path=path)

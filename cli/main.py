@@ -15,11 +15,8 @@ from collections.abc import Sequence
 import typer
 from rich.console import Console
 
-# Typer >= 0.29 vendors click; older Typer depends on it.
-try:  # pragma: no cover - depends on the installed Typer
-    from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
+# Typer >= 0.29 vendors click (pyproject requires it), so click is not a dependency of ours.
+from typer._click.exceptions import ClickException
 
 from collectors.errors import GpuscopeError
 

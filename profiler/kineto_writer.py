@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from collectors.cupti import complete_event, flow_events
 
@@ -50,6 +50,6 @@ def write_trace(
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".partial")
     with gzip.open(tmp, "wb", compresslevel=3) as f:
-        f.write(orjson.dumps(doc))
+        f.write(msgspec.json.encode(doc))
     os.replace(tmp, p)
     return p
