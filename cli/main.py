@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "cli.efficiency",
     "cli.gate",
     "cli.cache",
+    "cli.critical_path",
 )
 """Each module defines ``register(app)`` that adds its commands."""
 

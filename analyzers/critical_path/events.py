@@ -1,0 +1,169 @@
+"""One table of a rank's events (host and GPU rows together), in the view the graph needs.
+
+Every array has one entry per event; host rows come first, then GPU rows.  Columns follow HTA's
+trace frame (``hta.common.trace``): ``stream`` is -1 for host rows, ``pid``/``tid`` are the
+process/thread of host rows and the device/stream of GPU rows, and ``link`` is HTA's
+``index_correlation``: a host call and the GPU row it launched point at each other when they
+share a ``correlation``.  HTA's "GPU side" of that join is ``stream >= 0 and correlation >= 0``
+plus the stream-less ``Event Sync`` / ``Context Sync`` rows; every other row is "CPU side".
+
+``order`` breaks ties between events that start at the same instant the way HTA does (its
+frame index, i.e. the position in ``traceEvents``): the model's optional ``event_index``
+column when present, else host rows before GPU rows, each in table order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from analyzers.critical_path.sources import optional_gpu_column
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+GPU_CAT_BY_KIND = {
+    "kernel": "kernel",
+    "memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "sync": "cuda_sync",
+    "other": "other",
+}
+"""Kineto category of a ``gpu`` row by its ``kind``."""
+
+STREAMLESS_SYNC = ("Event Sync", "Context Sync")
+NODE_CATS = ("cpu_op", "cuda_runtime", "cuda_driver")
+"""Host categories HTA gives graph nodes (``get_operator_or_cuda_runtime_mask``)."""
+
+LAUNCH_NAMES = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+    }
+)
+"""Runtime calls that enqueue GPU work (HTA ``get_runtime_launch_events_mask``)."""
+
+
+@dataclass
+class Events:
+    """A rank's events as parallel arrays (module docstring)."""
+
+    ts: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    name: np.ndarray
+    """object array of str."""
+    cat: np.ndarray
+    """object array of str."""
+    is_host: np.ndarray
+    row: np.ndarray
+    """Row of the event in its source table (``host`` or ``gpu``)."""
+    order: np.ndarray
+    gpu_side: np.ndarray
+    """HTA's GPU side of the correlation join (module docstring)."""
+    link: np.ndarray
+    """Position of the linked event, -1 when none (HTA's ``index_correlation`` > 0)."""
+    wait_on_stream: np.ndarray
+    wait_on_corr: np.ndarray
+    n_host: int
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.ts
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+def _strings(col: object, n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    out[:] = [("" if v is None or v != v else str(v)) for v in col]  # type: ignore[attr-defined]
+    return out
+
+
+def build_events(trace: Trace) -> Events:
+    """The table of *trace*'s events (module docstring)."""
+    h, g = trace.host, trace.gpu
+    nh, ng = len(h), len(g)
+    g_stream = g["stream"].to_numpy(dtype=np.int64)
+    g_dev = g["device"].to_numpy(dtype=np.int64)
+    kind = [GPU_CAT_BY_KIND.get(str(k), "other") for k in g["kind"].astype(object)]
+    name = np.concatenate(
+        [_strings(h["name"].astype(object), nh), _strings(g["name"].astype(object), ng)]
+    )
+    cat = np.concatenate([_strings(h["cat"].astype(object), nh), np.array(kind, dtype=object)])
+    stream = np.concatenate([np.full(nh, -1, np.int64), g_stream])
+    corr = np.concatenate(
+        [h["correlation"].to_numpy(dtype=np.int64), g["correlation"].to_numpy(dtype=np.int64)]
+    )
+    ts = np.concatenate([h["start_ns"].to_numpy(np.int64), g["start_ns"].to_numpy(np.int64)])
+    end = np.concatenate([h["end_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)])
+    pid = np.concatenate([h["pid"].to_numpy(np.int64), g_dev])
+    tid = np.concatenate([h["tid"].to_numpy(np.int64), np.where(g_stream >= 0, g_stream, -1)])
+    is_host = np.concatenate([np.ones(nh, bool), np.zeros(ng, bool)])
+    row = np.concatenate([np.arange(nh), np.arange(ng)])
+    if "event_index" in h.columns and "event_index" in g.columns:
+        order = np.concatenate(
+            [h["event_index"].to_numpy(np.int64), g["event_index"].to_numpy(np.int64)]
+        )
+    else:
+        order = np.arange(nh + ng, dtype=np.int64)
+    gpu_side = (stream >= 0) & (corr >= 0)
+    gpu_side[nh:] |= np.isin(name[nh:], STREAMLESS_SYNC)
+    link = _link(corr, gpu_side)
+    wos = np.concatenate([np.full(nh, -1, np.int64), optional_gpu_column(trace, "wait_on_stream")])
+    woc = np.concatenate(
+        [np.full(nh, -1, np.int64), optional_gpu_column(trace, "wait_on_event_correlation")]
+    )
+    return Events(
+        ts,
+        end,
+        pid,
+        tid,
+        stream,
+        corr,
+        name,
+        cat,
+        is_host,
+        row,
+        order,
+        gpu_side,
+        link,
+        wos,
+        woc,
+        nh,
+    )
+
+
+def _link(corr: np.ndarray, gpu_side: np.ndarray) -> np.ndarray:
+    """HTA's ``index_correlation`` (positions): CPU-side and GPU-side rows of one correlation
+    point at each other (the last pair wins when a correlation repeats); -1 elsewhere."""
+    n = len(corr)
+    link = np.full(n, -1, dtype=np.int64)
+    has = corr != -1
+    cpu = np.flatnonzero(has & ~gpu_side)
+    gpu = np.flatnonzero(has & gpu_side)
+    if not len(cpu) or not len(gpu):
+        return link
+    g_order = np.argsort(corr[gpu], kind="stable")
+    g_sorted = corr[gpu][g_order]
+    pos = np.searchsorted(g_sorted, corr[cpu], side="right") - 1
+    ok = (pos >= 0) & (g_sorted[np.maximum(pos, 0)] == corr[cpu])
+    c, gg = cpu[ok], gpu[g_order[pos[ok]]]
+    link[c] = gg
+    link[gg] = c
+    return link
