@@ -25,6 +25,11 @@ launch whose kernel count differs from every region's node count stays unattribu
 kernel names of capture launch calls are Kineto's ``args.kernel``, which the trace model does
 not hold yet: pass them as :attr:`Capture.kernel_names`.
 
+With several captures that say their batch size (``Capture.batch_size``, ``mode``) and the
+serving steps, a launch only considers the captures of the smallest batch size ≥ its step's
+``tokens``, of mode ``PIECEWISE`` when its step has several graph launches, else ``FULL``
+(when a capture of that mode exists) — TraceLens's choice of capture file.
+
 Without a capture, :attr:`GraphAttribution.method` is ``kernel-name``: launches are grouped
 into graphs by their kernel-name sequence and no kernel gets an op.
 """
@@ -83,6 +88,11 @@ class Capture:
     kernel_names: Mapping[int, str] | None = None
     """Correlation of a launch call in :attr:`trace` → the kernel it launched (Kineto
     ``args.kernel``)."""
+    batch_size: int | None = None
+    """The batch size (tokens) the graphs were captured for (``execution_details.json``)."""
+    mode: str | None = None
+    """``FULL`` (one graph per step) or ``PIECEWISE`` (several), as ``execution_details.json``
+    says."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,8 @@ class GraphAttribution:
     """One row per graph-launched GPU work row, columns :data:`KERNEL_COLUMNS` (``op_row`` is a
     host row of capture number ``capture``; -1 and None when unattributed)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    captures: tuple[Trace, ...] = field(default_factory=tuple)
+    """The capture traces, in the order ``capture`` numbers them."""
 
     @property
     def graph_kernel_ns(self) -> int:
@@ -201,10 +213,44 @@ def _sequence_ids(name_lists: list[tuple[str, ...]]) -> list[int]:
     return [ids.setdefault(s, len(ids)) for s in name_lists]
 
 
+def _eligible(
+    caps: Sequence[Capture], rows: np.ndarray, h: pd.DataFrame, steps: pd.DataFrame | None
+) -> list[set[int] | None]:
+    """Per graph launch, the captures its step's batch size selects (None: any)."""
+    out: list[set[int] | None] = [None] * len(rows)
+    sized = [(i, c.batch_size, c.mode) for i, c in enumerate(caps) if c.batch_size is not None]
+    if steps is None or not len(steps) or not sized or not len(rows):
+        return out
+    t = h["start_ns"].to_numpy()[rows]
+    lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
+    step_of = [
+        int(np.flatnonzero((lo <= x) & (x < hi))[0]) if ((lo <= x) & (x < hi)).any() else -1
+        for x in t
+    ]
+    per_step = pd.Series(step_of).value_counts().to_dict()
+    tokens = steps["tokens"].to_numpy()
+    for li, si in enumerate(step_of):
+        if si < 0 or tokens[si] < 0:
+            continue
+        fits = [(b, i, m) for i, b, m in sized if b >= tokens[si]]
+        if not fits:
+            continue
+        bs = min(f[0] for f in fits)
+        want = "PIECEWISE" if per_step[si] > 1 else "FULL"
+        same = {i for b, i, m in fits if b == bs and m in (want, None)}
+        out[li] = same or {i for b, i, _ in fits if b == bs}
+    return out
+
+
 def attribute_graphs(
-    execution: Trace, captures: Sequence[Trace | Capture] = ()
+    execution: Trace,
+    captures: Sequence[Trace | Capture] = (),
+    steps: pd.DataFrame | None = None,
 ) -> GraphAttribution:
-    """Attribute every graph-launched GPU row of *execution* (module docstring)."""
+    """Attribute every graph-launched GPU row of *execution* (module docstring).  With *steps*
+    (serving steps: ``start_ns``, ``end_ns``, ``tokens``) and captures that say their batch size,
+    a launch only considers the captures of the smallest batch size ≥ its step's tokens (and of
+    its mode, when one matches), as TraceLens chooses a capture file."""
     caps = [c if isinstance(c, Capture) else Capture(c) for c in captures]
     g, h = execution.gpu, execution.host
     rows, per_launch = _graph_launches(execution)
@@ -217,12 +263,16 @@ def attribute_graphs(
     launch_rows, kernel_parts = [], []
     notes: list[str] = []
     last = -1
+    eligible = _eligible(caps, rows, h, steps)
     for li, (row, ks) in enumerate(zip(rows.tolist(), per_launch, strict=True)):
         kinds, names = [str(x) for x in gkind[ks]], [str(x) for x in gname[ks]]
         best: tuple[int, int, list[int], str] | None = None
         for step in range(len(regions)):
             ri = (last + 1 + step) % len(regions)
             cand = regions[ri]
+            allowed = eligible[li]
+            if allowed is not None and cand.capture not in allowed:
+                continue
             pos, how = _align(kinds, names, cand, names_known[cand.capture])
             got = sum(p >= 0 for p in pos)
             if best is None or got > best[1]:
@@ -295,7 +345,7 @@ def attribute_graphs(
     kernels["op_row"] = kernels["op_row"].astype(np.int64)
     method = "none" if not len(rows) else ("capture" if caps else "kernel-name")
     notes.extend(_notes(launches, method))
-    return GraphAttribution(method, launches, kernels, tuple(notes))
+    return GraphAttribution(method, launches, kernels, tuple(notes), tuple(c.trace for c in caps))
 
 
 def _notes(launches: pd.DataFrame, method: str) -> list[str]:

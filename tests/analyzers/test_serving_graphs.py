@@ -10,12 +10,21 @@ from __future__ import annotations
 import msgspec
 import pytest
 from support.raw_kineto import capture_links, has_stream_capture, launch_kernel_names
-from support.serving_builders import Call, Kernel, Op, captured_graph, launched, serving_trace
+from support.serving_builders import (
+    Call,
+    Kernel,
+    Op,
+    Range,
+    captured_graph,
+    launched,
+    serving_trace,
+)
 from support.serving_data import CAPTURED, inference, tracelens_root
 
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
 from analyzers.serving.graphs import Capture, attribute_graphs
 from analyzers.serving.ops import kernel_ops
+from analyzers.serving.phases import step_ranges
 from collectors.kineto import read_kineto
 
 
@@ -224,3 +233,50 @@ def test_every_shared_trace_is_a_capture_trace_exactly_when_its_raw_json_has_a_c
         assert is_capture_trace(read_kineto(p)) == raw, p
         seen += raw
     assert seen == 3
+
+
+def _sized_capture(dims: str) -> object:
+    return serving_trace(captured_graph(0, launched("aten::mm", "gemm_A", 10, 101, dims), 100))
+
+
+def _step(tokens: int) -> str:
+    return (
+        f"execute_{tokens}_context_0(sq0sk0sqsq0sqsk0)_generation_{tokens}(sq{tokens}sk9sqsq1sqsk9)"
+    )
+
+
+@pytest.mark.parametrize(("tokens", "want"), [(20, "[[32,4]]"), (8, "[[8,4]]"), (40, "[[8,4]]")])
+def test_capture_chosen_by_the_steps_batch_size(tokens, want):
+    caps = [
+        Capture(_sized_capture("[[8,4]]"), batch_size=8, mode="FULL"),
+        Capture(_sized_capture("[[32,4]]"), batch_size=32, mode="FULL"),
+    ]
+    ex = serving_trace(
+        [Call("hipGraphLaunch", 1000, 1001, 900)],
+        [Kernel("gemm_A", 1010, 1015, 900)],
+        [Range(_step(tokens), 990, 1100)],
+    )
+    assert attribute_graphs(ex, caps).kernels["input_dims"].tolist() == ["[[8,4]]"]
+    # the smallest captured batch >= the step's tokens; none that large: any capture
+    got = attribute_graphs(ex, caps, step_ranges(ex))
+    assert got.kernels["input_dims"].tolist() == [want]
+
+
+def test_capture_mode_follows_the_number_of_graph_launches_in_the_step():
+    caps = [
+        Capture(_sized_capture("piecewise"), batch_size=32, mode="PIECEWISE"),
+        Capture(_sized_capture("full"), batch_size=32, mode="FULL"),
+    ]
+    one = serving_trace(
+        [Call("hipGraphLaunch", 1000, 1001, 900)],
+        [Kernel("gemm_A", 1010, 1015, 900)],
+        [Range(_step(32), 990, 1100)],
+    )
+    assert attribute_graphs(one, caps, step_ranges(one)).kernels["input_dims"].tolist() == ["full"]
+    two = serving_trace(
+        [Call("hipGraphLaunch", 1000, 1001, 900), Call("hipGraphLaunch", 1020, 1021, 901)],
+        [Kernel("gemm_A", 1010, 1015, 900), Kernel("gemm_A", 1030, 1035, 901)],
+        [Range(_step(32), 990, 1100)],
+    )
+    got = attribute_graphs(two, caps, step_ranges(two)).kernels["input_dims"].tolist()
+    assert got == ["piecewise", "piecewise"]
