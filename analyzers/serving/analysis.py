@@ -19,7 +19,7 @@ from analyzers.serving.capture import capture_nodes, capture_regions, is_capture
 from analyzers.serving.categories import categorize
 from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
 from analyzers.serving.moe import moe_view
-from analyzers.serving.ops import kernel_ops
+from analyzers.serving.ops import kernel_ops, range_owner
 from analyzers.serving.phases import (
     PHASE_RULES,
     PhaseRule,
@@ -57,13 +57,15 @@ class ServingAnalysis:
 
 def profiler_steps(trace: Trace, kops: pd.DataFrame) -> np.ndarray:
     """Per kops row, the ProfilerStep whose CPU range ``[start, end)`` holds the row's launching
-    call (the GPU work a step launched, on the GPU's clock), or -1."""
-    out = np.full(len(kops), -1, dtype=np.int64)
-    launch = kops["launch_ns"].to_numpy()
-    for s in trace.steps().itertuples(index=False):
-        mine = (launch >= s.start_ns) & (launch < s.end_ns) & (out < 0)
-        out[mine] = s.step
-    return out
+    call (the GPU work a step launched, on the GPU's clock; overlapping steps: the one that
+    starts last), or -1."""
+    steps = trace.steps()
+    if not len(steps):
+        return np.full(len(kops), -1, dtype=np.int64)
+    pos = range_owner(
+        kops["launch_ns"].to_numpy(), steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
+    )
+    return np.where(pos >= 0, steps["step"].to_numpy()[np.maximum(pos, 0)], -1)
 
 
 def serving_analysis(

@@ -109,6 +109,20 @@ def launch_rows(trace: Trace) -> np.ndarray:
     return out
 
 
+def range_owner(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per instant of *t* (-1 = unknown), the position of the range ``[start, end)`` that holds
+    it, or -1; where ranges overlap, the one that starts last.  *starts* must be sorted."""
+    t = np.asarray(t, dtype=np.int64)
+    out = np.full(len(t), -1, dtype=np.int64)
+    if not len(starts) or not len(t):
+        return out
+    idx = np.searchsorted(np.asarray(starts), t, side="right") - 1
+    ok = (t >= 0) & (idx >= 0)
+    ok[ok] = t[ok] < np.asarray(ends)[idx[ok]]
+    out[ok] = idx[ok]
+    return out
+
+
 def _obj(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=object)
 

@@ -21,7 +21,8 @@ per request), the KV lengths ``prefill_kv_tokens``/``decode_kv_tokens`` and the 
 ``*_q_sq`` (Σ q²) and ``*_q_kv`` (Σ q·kv) of vLLM's annotation.
 
 **GPU side**: a step owns the GPU work rows whose launching call starts in its CPU range
-``[start, end)`` (graph-replayed kernels: the graph launch's start), on the GPU's clock:
+``[start, end)`` (graph-replayed kernels: the graph launch's start; where steps overlap, the one
+that starts last), on the GPU's clock:
 ``kernels``, ``kernel_ns`` (sum of durations), ``gpu_start_ns``/``gpu_end_ns`` (first start, last
 end), ``gpu_span_ns`` (their difference) and ``busy_ns`` (union of the rows' intervals).  A
 ``gpu_user`` step owns the rows that start in its range.
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
 from analyzers import intervals
+from analyzers.serving.ops import range_owner
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -237,28 +239,28 @@ def serving_steps(
     of *kops* (:func:`analyzers.serving.ops.kernel_ops`), the step that owns it (-1: none).
     *ranges*: :func:`step_ranges` already computed."""
     df = step_ranges(trace, rules) if ranges is None else ranges.copy()
-    owner = np.full(len(kops), -1, dtype=np.int64)
-    launch = kops["launch_ns"].to_numpy()
     start, end = kops["start_ns"].to_numpy(), kops["end_ns"].to_numpy()
-    gpu: dict[str, list[int]] = {c: [] for c in GPU_COLUMNS}
-    for i, (clock, lo_ns, hi_ns) in enumerate(
-        zip(df["clock"], df["start_ns"].tolist(), df["end_ns"].tolist(), strict=True)
-    ):
-        t = launch if clock == "cpu" else start
-        mine = (t >= lo_ns) & (t < hi_ns) & (owner < 0)
-        if clock == "cpu":
-            mine &= launch >= 0
-        owner[mine] = i
-        lo = int(start[mine].min()) if mine.any() else -1
-        hi = int(end[mine].max()) if mine.any() else -1
-        gpu["kernels"].append(int(mine.sum()))
-        gpu["kernel_ns"].append(int((end[mine] - start[mine]).sum()))
-        gpu["gpu_start_ns"].append(lo)
-        gpu["gpu_end_ns"].append(hi)
-        gpu["gpu_span_ns"].append(hi - lo if mine.any() else 0)
-        gpu["busy_ns"].append(intervals.total(intervals.merge(start[mine], end[mine])))
-    for c in GPU_COLUMNS:
-        df[c] = np.asarray(gpu[c], dtype=np.int64)
+    cpu = bool(len(df)) and df["clock"].iloc[0] == "cpu"
+    t = kops["launch_ns"].to_numpy() if cpu else start
+    owner = range_owner(t, df["start_ns"].to_numpy(), df["end_ns"].to_numpy())
+    n = len(df)
+    mine = owner >= 0
+    o, s0, e0 = owner[mine], start[mine], end[mine]
+    df["kernels"] = np.bincount(o, minlength=n).astype(np.int64)
+    df["kernel_ns"] = np.bincount(o, weights=e0 - s0, minlength=n).astype(np.int64)
+    lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(lo, o, s0)
+    np.maximum.at(hi, o, e0)
+    lo[df["kernels"].to_numpy() == 0] = -1
+    df["gpu_start_ns"], df["gpu_end_ns"] = lo, hi
+    df["gpu_span_ns"] = np.where(hi >= 0, hi - lo, 0).astype(np.int64)
+    busy = np.zeros(n, dtype=np.int64)
+    order = np.lexsort((s0, o))
+    bounds = np.flatnonzero(np.diff(o[order])) + 1
+    for part in np.split(order, bounds) if len(order) else []:
+        busy[o[part[0]]] = intervals.total(intervals.merge(s0[part], e0[part]))
+    df["busy_ns"] = busy
     return df[list(STEP_COLUMNS)], owner
 
 

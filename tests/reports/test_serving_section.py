@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from builders import trace_us
 from rich.console import Console
 from support.raw_kineto import events
 from support.serving_builders import Call, Kernel, Op, Range, serving_trace
 from support.serving_data import CAPTURED, inference, tracelens_root
 
 from analyzers.options import AnalysisOptions
+from analyzers.serving.ops import range_owner
 from collectors.kineto import read_kineto
 from reports.serving_console import print_serving_section, serving_tables
 from reports.serving_section import serving_section
@@ -108,3 +110,34 @@ def test_console_shows_graph_replays_and_the_no_capture_note():
     out = c.export_text()
     assert "graph replays (no capture trace: by kernel name only)" in out
     assert "note: 25 graph launches, no capture trace" in out
+
+
+def test_profiler_steps_own_the_work_they_launched_however_late_it_runs():
+    t = trace_us(
+        gpu=[("Cijk_a", 7, 50, 150, 1), ("void at::native::add", 7, 150, 160, 2)],
+        host=[
+            ("aten::mm", "cpu_op", 10, 20, 1, -1),
+            ("hipLaunchKernel", "cuda_runtime", 11, 12, 1, 1),
+            ("aten::add", "cpu_op", 110, 120, 1, -1),
+            ("hipLaunchKernel", "cuda_runtime", 111, 112, 1, 2),
+        ],
+        steps=[(1, 0, 100), (2, 100, 200)],
+    )
+    s = serving_section(t, OPTS, {})
+    assert s["profiler_steps"] == [
+        {
+            "step": 1,
+            "categories": [{"category": "GEMM", "kernels": 1, "time_ns": 100_000, "share": 1.0}],
+        },
+        {
+            "step": 2,
+            "categories": [
+                {"category": "elementwise", "kernels": 1, "time_ns": 10_000, "share": 1.0}
+            ],
+        },
+    ]
+
+
+def test_overlapping_ranges_give_a_row_to_the_one_that_starts_last():
+    got = range_owner([-1, 5, 15, 25, 35], [0, 10, 30], [20, 20, 40])
+    assert got.tolist() == [-1, 0, 1, -1, 2]
