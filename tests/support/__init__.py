@@ -1,0 +1,1 @@
+"""Shared test helpers (builders, private readers of raw trace files)."""

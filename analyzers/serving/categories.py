@@ -1,0 +1,209 @@
+"""Op categories: one category for every GPU op and kernel (docs/inference.md "Op categories").
+
+A GPU work row's category is decided by the first of these that applies:
+
+1. its ``kind`` is ``memcpy`` or ``memset``: ``memory``;
+2. it has an op (:func:`analyzers.serving.ops.kernel_ops`: the launching ``cpu_op``, or the
+   capture op of a graph-replayed kernel) and the op name matches a rule of :data:`OP_RULES`;
+3. its kernel name matches a rule of :data:`KERNEL_RULES`;
+4. ``other``.
+
+Rules are ``re.search`` patterns tried in table order, first match wins.  The order matters
+where names overlap: Inductor's fused kernels (``triton_poi_fused_…moe_forward_0``) are Triton-fused
+before anything else, MoE is tested before GEMM so that expert GEMMs (``matmul_ogs``) count as MoE,
+attention before GEMM so that attention's own kernels (``fmha``…) are not GEMMs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
+
+GEMM = "GEMM"
+ATTENTION = "attention"
+MOE = "MoE"
+NORMALIZATION = "normalization"
+ELEMENTWISE = "elementwise"
+TRITON = "Triton-fused"
+COMMUNICATION = "communication"
+MEMORY = "memory"
+OTHER = "other"
+CATEGORIES = (
+    GEMM,
+    ATTENTION,
+    MOE,
+    NORMALIZATION,
+    ELEMENTWISE,
+    TRITON,
+    COMMUNICATION,
+    MEMORY,
+    OTHER,
+)
+"""Every category, in display order."""
+
+
+@dataclass(frozen=True)
+class CategoryRule:
+    """``re.search(pattern, name)`` → *category*; *about* says what it is meant to catch."""
+
+    category: str
+    pattern: str
+    about: str
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"unknown category {self.category!r}")
+
+
+_COMM = r"(?i)nccl|rccl|c10d::|^record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|custom_ar"  # noqa: E501
+_TRITON = r"^triton_(poi|red|per|tem|for|unk)_"
+_NORM = r"(?i)(layer|rms|group|batch|instance)_?norm"
+
+OP_RULES: tuple[CategoryRule, ...] = (
+    CategoryRule(COMMUNICATION, _COMM, "collectives: c10d, NCCL/RCCL, custom all-reduce"),
+    CategoryRule(TRITON, _TRITON, "Inductor-generated Triton kernels (pointwise/reduction/…)"),
+    CategoryRule(
+        MOE,
+        r"(?i)moe|expert|matmul_ogs|topk_softmax|topk_sigmoid|grouped_topk|^TopK$|^SortTokens$",
+        "MoE layers and their routing (vLLM moe_forward, aiter/sglang fused_moe, "
+        "triton_kernels TopK/SortTokens)",
+    ),
+    CategoryRule(
+        ATTENTION,
+        r"(?i)attention|attn|sdpa|scaled_dot_product|flash|fmha|mha_|::mha|paged|"
+        r"store_cache|reshape_and_cache|concat_and_cache|^sage_",
+        "SDPA/flash/paged attention, KV-cache writes, SageAttention",
+    ),
+    CategoryRule(NORMALIZATION, _NORM, "layer/RMS/group/batch/instance norm, fwd and bwd"),
+    CategoryRule(
+        GEMM,
+        r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addmv|mv|dot|_int_mm|"
+        r"_addmm_activation)$|(?i:gemm|convolution|conv[123]d)",
+        "matrix multiplies and convolutions (ATen ops, *gemm* custom ops)",
+    ),
+    CategoryRule(
+        ELEMENTWISE,
+        r"^aten::|(?i:silu|gelu|relu|act_and_mul|swiglu|rotary|rope)",
+        "every other ATen op that launches kernels (pointwise, reductions, softmax, copies, "
+        "indexing, concatenation), activations, rotary embeddings",
+    ),
+)
+"""Rules on the op name, in order."""
+
+KERNEL_RULES: tuple[CategoryRule, ...] = (
+    CategoryRule(MEMORY, r"^(Memcpy|Memset)|^dma", "copies and fills named as such"),
+    CategoryRule(COMMUNICATION, _COMM, "NCCL/RCCL and custom all-reduce kernels"),
+    CategoryRule(TRITON, _TRITON, "Inductor-generated Triton kernels"),
+    CategoryRule(
+        MOE,
+        r"(?i)matmul_ogs|moe|expert|topk_softmax|_topk_forward|bitmatrix|_routing|"
+        r"finalize_matmul_scatter|align_block_size",
+        "expert GEMMs (triton_kernels matmul_ogs, fused_moe), routing, token sorting",
+    ),
+    CategoryRule(
+        ATTENTION,
+        r"(?i)fmha|flash|attn|attention|paged|mha|sage|reshape_and_cache|store_cache|kv_cache",
+        "attention kernels and KV-cache writes",
+    ),
+    CategoryRule(NORMALIZATION, _NORM, "normalization kernels (also CK Rmsnorm2dFwd, MIOpen)"),
+    CategoryRule(
+        GEMM,
+        r"^Cijk_|(?i:gemm|gemv|matmul|cutlass|xmma|wgmma|igemm|conv(olution)?_?(fwd|bwd|wrw))",
+        "hipBLASLt/Tensile (Cijk_), cuBLAS/CUTLASS, MIOpen implicit-GEMM convolutions",
+    ),
+    CategoryRule(
+        ELEMENTWISE,
+        r"(?i)at::native|elementwise|vectorized|reduce|softmax|silu|gelu|relu|act_and_mul|"
+        r"rotary|rope|index|gather|scatter|copy|fill|cat|arange|sort|topk|cumsum|argmax|"
+        r"embedding|transpose|pool|upsample",
+        "ATen's native kernels and other pointwise/reduction/data-movement kernels",
+    ),
+)
+"""Rules on the kernel name, in order (also :func:`kernel_category` without ops)."""
+
+
+def _first_match(names: Sequence[str | None], rules: Sequence[CategoryRule]) -> np.ndarray:
+    """Category of the first matching rule per name, None where none matches (or no name)."""
+    compiled = [(r.category, re.compile(r.pattern)) for r in rules]
+    cache: dict[str, str | None] = {}
+    out = np.full(len(names), None, dtype=object)
+    for i, n in enumerate(names):
+        if not isinstance(n, str):
+            continue
+        if n not in cache:
+            cache[n] = next((c for c, rx in compiled if rx.search(n)), None)
+        out[i] = cache[n]
+    return out
+
+
+def kernel_category(
+    names: Iterable[str | None],
+    ops: Iterable[str | None] | None = None,
+    kinds: Iterable[str | None] | None = None,
+) -> np.ndarray:
+    """The category (:data:`CATEGORIES`) of each GPU row given its kernel *names*, optionally the
+    name of the op that launched it (*ops*, None where unknown) and its ``gpu.kind`` (*kinds*):
+    the decision order of the module docstring.  Returns an object array of strings."""
+    names = [n if isinstance(n, str) else None for n in names]
+    out = np.full(len(names), None, dtype=object)
+    if kinds is not None:
+        k = np.asarray(list(kinds), dtype=object)
+        out[(k == "memcpy") | (k == "memset")] = MEMORY
+    if ops is not None:
+        by_op = _first_match(list(ops), OP_RULES)
+        todo = np.array([c is None for c in out])
+        out[todo] = by_op[todo]
+    todo = np.array([c is None for c in out], dtype=bool)
+    if todo.any():
+        idx = np.flatnonzero(todo)
+        out[idx] = _first_match([names[i] for i in idx], KERNEL_RULES)
+    out[np.array([c is None for c in out], dtype=bool)] = OTHER
+    return out
+
+
+def op_category(ops: Iterable[str | None]) -> np.ndarray:
+    """The category an op's name alone gives (:data:`OP_RULES`), None where no rule matches."""
+    return _first_match(list(ops), OP_RULES)
+
+
+def categorize(kops: pd.DataFrame) -> np.ndarray:
+    """Categories of the rows of :func:`analyzers.serving.ops.kernel_ops`."""
+    return kernel_category(kops["name"].tolist(), kops["op"].tolist(), kops["kind"].tolist())
+
+
+BREAKDOWN_COLUMNS = ("category", "kernels", "time_ns", "share")
+
+
+def category_breakdown(kops: pd.DataFrame, by: np.ndarray | None = None) -> pd.DataFrame:
+    """GPU time per category: ``kernels`` (rows), ``time_ns`` (sum of durations) and ``share``
+    (of the total ``time_ns`` of the group), one row per category present, in
+    :data:`CATEGORIES` order.  With *by* (one key per row, e.g. a step or a phase), one block
+    per key with the key as the first column ``group``; rows whose key is None are left out.
+    A ``category`` column of *kops* is used when present."""
+    cats = kops["category"].to_numpy() if "category" in kops else categorize(kops)
+    df = pd.DataFrame(
+        {
+            "group": pd.Series(by if by is not None else np.zeros(len(kops)), dtype=object),
+            "category": pd.Categorical(cats, categories=CATEGORIES),
+            "time_ns": kops["dur_ns"].to_numpy(dtype=np.int64),
+        }
+    )
+    df = df[df["group"].notna()]
+    agg = (
+        df.groupby(["group", "category"], observed=True, sort=True)["time_ns"]
+        .agg(["size", "sum"])
+        .rename(columns={"size": "kernels", "sum": "time_ns"})
+        .reset_index()
+    )
+    totals = agg.groupby("group")["time_ns"].transform("sum")
+    agg["share"] = np.where(totals > 0, agg["time_ns"] / totals.where(totals > 0, 1), np.nan)
+    agg["category"] = agg["category"].astype(object)
+    agg["kernels"] = agg["kernels"].astype(np.int64)
+    agg["time_ns"] = agg["time_ns"].astype(np.int64)
+    if by is None:
+        return agg[list(BREAKDOWN_COLUMNS)].reset_index(drop=True)
+    return agg[["group", *BREAKDOWN_COLUMNS]].reset_index(drop=True)

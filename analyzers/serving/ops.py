@@ -1,0 +1,195 @@
+"""Every GPU activity with the CPU op it belongs to (docs/inference.md "Kernel → op").
+
+A GPU row (kind ``kernel``, ``memcpy`` or ``memset``) is linked to its *launching call*: the host
+runtime/driver row with the same ``correlation`` (the earliest, if several).  Its *op* is the
+innermost ``cpu_op`` (``ProfilerStep#*`` excluded) that runs at the launching call's start on the
+call's thread, half-open ``[start, end)`` (:func:`collectors.linking.innermost_range`) — the op
+whose *direct* kernels TraceLens sums in ``ops_summary.csv``.
+
+A kernel launched by a graph launch (``cudaGraphLaunch``/``hipGraphLaunch``) has no op in the
+execution trace; when a :class:`~analyzers.serving.graphs.GraphAttribution` is given, its op is
+the capture-time op that :func:`~analyzers.serving.graphs.attribute_graphs` found.
+
+``via`` says where the op came from:
+
+    ==========  ==================================================================
+    op          eager launch, op found in this trace
+    capture     graph replay, op from the capture trace (column ``capture``: index)
+    graph       graph replay, no capture attribution (the op is unknown)
+    no-op       a launching call with no enclosing ``cpu_op``
+    no-launch   no launching call in the trace (e.g. launched before profiling)
+    ==========  ==================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
+
+from collectors.linking import innermost_range
+from collectors.model import launch_mask
+
+if TYPE_CHECKING:
+    from analyzers.serving.graphs import GraphAttribution
+    from collectors.model import Trace
+
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
+"""``gpu.kind`` values that are GPU work (``sync`` rows are waits, not work)."""
+GRAPH_LAUNCH_RE = re.compile(r"GraphLaunch")
+"""Runtime/driver calls that replay a graph: ``cudaGraphLaunch``, ``hipGraphLaunch``,
+``cuGraphLaunch``."""
+
+KERNEL_OP_COLUMNS = (
+    "gpu_row",
+    "name",
+    "kind",
+    "stream",
+    "start_ns",
+    "end_ns",
+    "dur_ns",
+    "launch_row",
+    "launch_ns",
+    "graph_launch",
+    "via",
+    "capture",
+    "op_row",
+    "op",
+    "input_dims",
+)
+"""Columns of :func:`kernel_ops`."""
+
+
+def names_matching(col: pd.Series, rx: re.Pattern[str]) -> np.ndarray:
+    """Rows whose name ``rx.search``-es (each distinct name tested once)."""
+    cat = col.astype("category")
+    hits = np.array([bool(rx.search(str(c))) for c in cat.cat.categories] + [False])
+    return hits[cat.cat.codes.to_numpy()]
+
+
+def op_rows(host: pd.DataFrame) -> np.ndarray:
+    """Host rows that are ops: ``cpu_op`` rows other than ``ProfilerStep#*``."""
+    is_op = np.asarray(host["cat"] == "cpu_op", dtype=bool)
+    return np.flatnonzero(is_op & ~names_matching(host["name"], re.compile(r"^ProfilerStep#")))
+
+
+def innermost_ops(
+    host: pd.DataFrame, rows: np.ndarray, ops: np.ndarray | None = None
+) -> np.ndarray:
+    """Host row of the innermost op (:func:`op_rows`) running at each host row's start on its
+    thread (half-open), or -1."""
+    ops = op_rows(host) if ops is None else ops
+    rows = np.asarray(rows, dtype=np.int64)
+    if not len(ops) or not len(rows):
+        return np.full(len(rows), -1, dtype=np.int64)
+    pid, tid = host["pid"].to_numpy(), host["tid"].to_numpy()
+    start, end = host["start_ns"].to_numpy(), host["end_ns"].to_numpy()
+    pos = innermost_range(
+        start[ops], end[ops], (pid[ops], tid[ops]), start[rows], (pid[rows], tid[rows])
+    )
+    return np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+
+
+def launch_rows(trace: Trace) -> np.ndarray:
+    """Per ``gpu`` row, the host row of its launching call (same correlation), or -1."""
+    h = trace.host
+    launches = np.flatnonzero(launch_mask(h))
+    corr = trace.gpu["correlation"].to_numpy()
+    out = np.full(len(corr), -1, dtype=np.int64)
+    if not len(launches):
+        return out
+    order = launches[np.argsort(h["start_ns"].to_numpy()[launches], kind="stable")]
+    by_corr = pd.Series(order, index=h["correlation"].to_numpy()[order])
+    by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
+    found = by_corr.reindex(corr).to_numpy()
+    ok = (corr >= 0) & ~np.isnan(found)
+    out[ok] = found[ok].astype(np.int64)
+    return out
+
+
+def range_owner(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per instant of *t* (-1 = unknown), the position of the range ``[start, end)`` that holds
+    it, or -1; where ranges overlap, the one that starts last.  *starts* must be sorted."""
+    t = np.asarray(t, dtype=np.int64)
+    out = np.full(len(t), -1, dtype=np.int64)
+    if not len(starts) or not len(t):
+        return out
+    idx = np.searchsorted(np.asarray(starts), t, side="right") - 1
+    ok = (t >= 0) & (idx >= 0)
+    ok[ok] = t[ok] < np.asarray(ends)[idx[ok]]
+    out[ok] = idx[ok]
+    return out
+
+
+def _obj(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=object)
+
+
+def frame(cols: dict[str, object], columns: tuple[str, ...]) -> pd.DataFrame:
+    """A DataFrame of *cols* in *columns* order; object arrays stay ``object`` dtype (pandas 3
+    would infer ``str`` and turn None into NaN)."""
+    data = {
+        c: pd.Series(v, dtype=object) if isinstance(v, np.ndarray) and v.dtype == object else v
+        for c, v in cols.items()
+    }
+    return pd.DataFrame(data, columns=list(columns))
+
+
+def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataFrame:
+    """One row per GPU work row of *trace* (:data:`GPU_WORK_KINDS`), columns
+    :data:`KERNEL_OP_COLUMNS`, in ``gpu`` order (module docstring for ``via``)."""
+    g = trace.gpu
+    work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
+    h = trace.host
+    launch = launch_rows(trace)[work]
+    has_launch = launch >= 0
+    host_names = _obj(h["name"].astype(object).to_numpy())
+    is_graph = np.zeros(len(work), dtype=bool)
+    if has_launch.any():
+        is_graph[has_launch] = names_matching(h["name"], GRAPH_LAUNCH_RE)[launch[has_launch]]
+    op_row = np.full(len(work), -1, dtype=np.int64)
+    eager = has_launch & ~is_graph
+    op_row[eager] = innermost_ops(h, launch[eager])
+    op = np.full(len(work), None, dtype=object)
+    dims = np.full(len(work), None, dtype=object)
+    op[op_row >= 0] = host_names[op_row[op_row >= 0]]
+    dims[op_row >= 0] = h["input_dims"].to_numpy()[op_row[op_row >= 0]]
+    via = np.where(has_launch, np.where(op_row >= 0, "op", "no-op"), "no-launch").astype(object)
+    via[is_graph] = "graph"
+    capture = np.full(len(work), -1, dtype=np.int64)
+    if graphs is not None and len(graphs.kernels):
+        k = graphs.kernels
+        k = k[k["op_row"].to_numpy() >= 0]
+        pos = pd.Series(np.arange(len(work)), index=work).reindex(k["gpu_row"].to_numpy())
+        ok = ~np.isnan(pos.to_numpy())
+        at = pos.to_numpy()[ok].astype(np.int64)
+        op_row[at] = k["op_row"].to_numpy()[ok]
+        op[at] = _obj(k["op"].to_numpy())[ok]
+        dims[at] = _obj(k["input_dims"].to_numpy())[ok]
+        capture[at] = k["capture"].to_numpy()[ok]
+        via[at] = "capture"
+    start, end = g["start_ns"].to_numpy()[work], g["end_ns"].to_numpy()[work]
+    launch_ns = np.full(len(work), -1, dtype=np.int64)
+    launch_ns[has_launch] = h["start_ns"].to_numpy()[launch[has_launch]]
+    return frame(
+        {
+            "gpu_row": work.astype(np.int64),
+            "name": _obj(g["name"].astype(object).to_numpy()[work]),
+            "kind": _obj(g["kind"].astype(object).to_numpy()[work]),
+            "stream": g["stream"].to_numpy()[work],
+            "start_ns": start,
+            "end_ns": end,
+            "dur_ns": end - start,
+            "launch_row": launch,
+            "launch_ns": launch_ns,
+            "graph_launch": is_graph,
+            "via": via,
+            "capture": capture,
+            "op_row": op_row,
+            "op": op,
+            "input_dims": dims,
+        },
+        KERNEL_OP_COLUMNS,
+    )
