@@ -13,9 +13,11 @@ of the ordinary sample median, and it is the median every peer tool and library 
 middle gap for an even count, and would move the gate's centre by that much.
 
 Both return floats (the mean of two integer-ns step times can be a half nanosecond); an empty
-sample has no median (``ValueError``: callers decide what an absent figure is).  Used by the
-gate, the report's headline cards, the run directory's ``meta.json`` and ``gpuscope
-compare``'s step distributions.
+sample has no median (``ValueError``: callers decide what an absent figure is).  Where a JSON
+output holds integer ns (the report's cards, ``meta.json``), the figure is rounded to the
+nearest ns (:func:`round_ns`), as the summary rounds its kernel medians.  Used by the gate, the
+report's headline cards, the run directory's ``meta.json`` and ``gpuscope compare``'s step
+distributions.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def quantile(values: Iterable[float] | np.ndarray, q: float) -> float:
     return float(np.quantile(x, q))
 
 
-def whole_ns(x: float) -> int | float:
-    """A nanosecond figure as an ``int`` when it is whole (most medians of integer ns), else
-    the exact half-nanosecond float — for JSON that keeps integer times integers."""
-    return int(x) if float(x).is_integer() else float(x)
+def round_ns(x: float) -> int:
+    """A nanosecond figure rounded to the nearest ns (halves to even, Python's ``round``): the
+    summary's convention for figures that are not whole ns (docs/metrics.md §4)."""
+    return round(x)

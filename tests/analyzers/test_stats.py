@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from analyzers.stats import median, quantile, whole_ns
+from analyzers.stats import median, quantile, round_ns
 
 
 def test_median_is_the_middle_value_or_the_mean_of_the_two_middle_values() -> None:
@@ -43,6 +43,6 @@ def test_an_empty_sample_or_a_level_outside_0_1_is_refused() -> None:
         quantile([1, 2], 1.5)
 
 
-def test_whole_ns_keeps_integer_times_integers() -> None:
-    assert whole_ns(325.0) == 325 and isinstance(whole_ns(325.0), int)
-    assert whole_ns(25.5) == 25.5
+def test_round_ns_rounds_halves_to_even_like_the_summary() -> None:
+    assert round_ns(325.0) == 325 and isinstance(round_ns(325.0), int)
+    assert (round_ns(25.5), round_ns(26.5), round_ns(750.0000000000001)) == (26, 26, 750)
