@@ -214,7 +214,7 @@ class RooflinePoint(TypedDict):
     name: str
     calls: Count
     time_ns: Ns | None
-    time_source: str
+    time_source: str | None
     time_share: Share | None
     flop: dict[str, NonNegNumber]
     flop_total: NonNegNumber | None
@@ -504,11 +504,11 @@ class CommByStep(TypedDict):
 
 
 class ProcessGroup(TypedDict):
-    """``ranks[].comm.process_groups[]``."""
+    """``ranks[].comm.process_groups[]`` (``ranks`` ``None`` and ``size`` −1 when unknown)."""
 
     pg_name: str
     pg_desc: str | None
-    ranks: list[Int]
+    ranks: list[Int] | None
     size: Int
     stride: Int
     calls: Count
@@ -566,12 +566,13 @@ class SkewStep(TypedDict):
 
 
 class SkewCollective(TypedDict):
-    """``comm_skew.collectives[]``: one collective matched across ranks."""
+    """``comm_skew.collectives[]``: one collective matched across ranks (``collective``
+    ``None`` when the ranks disagree, ``pg_name`` ``None`` when no rank names the group)."""
 
     key: str
     match_by: str
-    collective: str
-    pg_name: str
+    collective: str | None
+    pg_name: str | None
     n_ranks: Count
     ranks: list[Int]
     step: Int
