@@ -21,9 +21,10 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, shared_path
 from support.summaries import complete, kernel_row, make_summary, sim_summary, summary
 
+from collectors.errors import InputError
 from collectors.summary.schema import SCHEMA_VERSION, RankEntry, Summary
 
 SNAPSHOTS = Path(os.environ.get("GPUSCOPE_SNAPSHOTS", REPO.parent / "snapshots"))
@@ -72,6 +73,33 @@ def test_summaries_of_the_sample_traces_validate_unchanged(inputs: list[str]) ->
 
     doc = build_summary(load_traces([SAMPLES / i for i in inputs]))
     round_trip(json.loads(json.dumps(doc)))
+
+
+@pytest.mark.parametrize("ncu_gpu", [None, "H100 SXM5 80 GB"])
+def test_summaries_with_every_shared_ncu_report_validate_unchanged(ncu_gpu: str | None) -> None:
+    from collectors.load import load_traces
+    from collectors.ncu import NcuReport, read_ncu_csv
+    from reports.summary import build_summary
+
+    traces = load_traces([SAMPLES / "synthetic_2rank"])
+    files = sorted(shared_path("ncu").glob("*.csv"))
+    kinds = set()
+    # a report without a usable launch gives the section's other shape: source and error
+    empty = NcuReport(path="empty.csv", layout="long", launches=())
+    doc = json.loads(json.dumps(build_summary(traces, extras={"ncu": empty})))
+    assert set(doc["ranks"][0]["roofline"]["ncu"]) == {"source", "error"}
+    round_trip(doc)
+    for f in files:
+        try:
+            report = read_ncu_csv(f)
+        except InputError:  # the folder also holds the samples' other CSVs
+            continue
+        extras: dict[str, Any] = {"ncu": report, "ncu_gpu": ncu_gpu}
+        doc = json.loads(json.dumps(build_summary(traces, extras=extras)))
+        ncu = doc["ranks"][0]["roofline"]["ncu"]
+        kinds.add("error" if "error" in ncu else "kernels")
+        round_trip(doc)
+    assert "kernels" in kinds
 
 
 def _counters(path: Path) -> None:
