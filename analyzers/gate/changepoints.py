@@ -23,7 +23,9 @@ CP_MIN_SIZE = 3
 CP_PENALTY_PER_LOG_N = 4.0
 
 
-def change_points(values: Sequence[float], *, min_size: int = CP_MIN_SIZE) -> list[int]:
+def change_points(
+    values: Sequence[float] | np.ndarray, *, min_size: int = CP_MIN_SIZE
+) -> list[int]:
     """Indices where a new level starts (PELT with L2 cost from ``ruptures``; see module doc).
 
     Returns an empty list for series shorter than ``2·min_size`` or without noise and steps.
