@@ -53,6 +53,7 @@ from collectors.model import launch_mask
 
 if TYPE_CHECKING:
     from collectors.model import Trace
+    from collectors.summary.schema import RankEntry, Summary
 
 VIEWS = ("kernel", "op", "collective", "annotation", "step")
 """The views of a comparison, in display order (``--by``)."""
@@ -284,62 +285,35 @@ def side_from_traces(
     return Side(label, "trace", formats, sides)
 
 
-def _int(v: Any, what: str, label: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(f"summary field {what} is not an integer: {v!r}", path=label)
-    return v
-
-
-def _summary_rank(r: Mapping[str, Any], label: str) -> RankSide:
-    rank = _int(r.get("rank"), "ranks[].rank", label)
-    rows = r.get("steps") or []
-    if not isinstance(rows, list):
-        raise InputError("summary field ranks[].steps is not a list", path=label)
+def _summary_rank(r: RankEntry) -> RankSide:
     steps = pd.DataFrame(
-        {c: [_int(s.get(c), f"steps[].{c}", label) for s in rows] for c in STEP_COLUMNS},
-        columns=list(STEP_COLUMNS),
+        {c: [s[c] for s in r["steps"]] for c in STEP_COLUMNS}, columns=list(STEP_COLUMNS)
     ).astype(np.int64)
     steps = steps.sort_values("start_ns", kind="stable").reset_index(drop=True)
-    temporal = r.get("temporal")
-    span = temporal.get("span_ns") if isinstance(temporal, Mapping) else None
-    span = _int(span, "temporal.span_ns", label) if span is not None else None
-    ks = r.get("kernel_summary") or []
-    if not isinstance(ks, list) or not all(isinstance(k, Mapping) for k in ks):
-        raise InputError(
-            "summary field ranks[].kernel_summary is not a list of objects", path=label
-        )
-    names = [k.get("name") if isinstance(k.get("name"), str) else UNNAMED for k in ks]
+    ks = r["kernel_summary"]
+    names = [k["name"] for k in ks]
     kernel = pd.DataFrame(
         {
             "key": [normalize_kernel_name(n) or UNNAMED for n in names],
             "name": names,
-            "count": [_int(k.get("count"), "kernel_summary[].count", label) for k in ks],
-            "total_ns": [_int(k.get("total_ns"), "kernel_summary[].total_ns", label) for k in ks],
+            "count": [k["count"] for k in ks],
+            "total_ns": [k["total_ns"] for k in ks],
         },
         columns=list(AGG_COLUMNS),
     )
     kernel = kernel.astype({"count": np.int64, "total_ns": np.int64})
-    return RankSide(rank, steps, span, {"kernel": kernel})
+    return RankSide(r["rank"], steps, r["temporal"]["span_ns"], {"kernel": kernel})
 
 
-def side_from_summary(summary: Mapping[str, Any], label: str) -> Side:
-    """A side made of a parsed JSON summary (schema_version 1).
+def side_from_summary(summary: Summary, label: str) -> Side:
+    """A side made of a validated JSON summary (:func:`collectors.summary.reader.read_summary`).
 
     Raises:
-        InputError: not a summary of schema_version 1, or a field of the wrong type.
+        InputError: the summary has no rank, or lists a rank twice.
     """
-    if not isinstance(summary.get("ranks"), list) or "schema_version" not in summary:
-        raise InputError("not a gpuscope JSON summary (no schema_version/ranks)", path=label)
-    if summary["schema_version"] != 1:
-        raise InputError(
-            f"summary schema_version {summary['schema_version']!r} is not supported "
-            "(this gpuscope reads schema_version 1)",
-            path=label,
-        )
-    ranks = [r for r in summary["ranks"] if isinstance(r, Mapping)]
-    if not ranks:
+    if not summary["ranks"]:
         raise InputError("the summary has no ranks", path=label)
-    sides = sorted((_summary_rank(r, label) for r in ranks), key=lambda s: s.rank)
+    sides = sorted((_summary_rank(r) for r in summary["ranks"]), key=lambda s: s.rank)
     seen = [s.rank for s in sides]
     dup = sorted({r for r in seen if seen.count(r) > 1})
     if dup:

@@ -1,10 +1,10 @@
 """Step-time distributions of both sides and the gate's test of whether they differ.
 
-Samples are the gate's (docs/gating.md §2, :func:`analyzers.gate_metrics.extract_metrics`):
+Samples are the gate's (docs/gating.md §2, :func:`analyzers.gate.metrics.extract_metrics`):
 one per ProfilerStep id of the analysis window, the largest ``duration_ns`` of that step over
 the compared ranks (a synchronous step ends with its slowest rank).  The statement comes from
-the gate's own decision for ``step_time_ns`` (:func:`analyzers.gate.judge` with the default
-:class:`analyzers.gate_rules.GateRules`, BASE as a one-summary baseline): a one-sided
+the gate's own decision for ``step_time_ns`` (:func:`analyzers.gate.verdicts.judge` with the default
+:class:`analyzers.gate.rules.GateRules`, BASE as a one-summary baseline): a one-sided
 Mann–Whitney U test in the direction of the change of medians, at α = 0.01, when both sides
 have at least ``min_samples`` = 10 steps; fewer steps → no test, and the statement says so.
 
@@ -29,9 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzers.gate import Baseline, judge
-from analyzers.gate_metrics import extract_metrics
-from analyzers.gate_rules import GateRules
+from analyzers.gate.baseline import Baseline
+from analyzers.gate.metrics import MetricValue, per_step
+from analyzers.gate.rules import GateRules
+from analyzers.gate.verdicts import judge
+from analyzers.stats import quantile
 
 STEP_METRIC = "step_time_ns"
 
@@ -47,8 +49,8 @@ class StepDistribution:
         return len(self.samples_ns)
 
     def quantile(self, q: float) -> float | None:
-        """numpy's default (linear) quantile; None without samples."""
-        return float(np.quantile(self.samples_ns, q)) if self.samples_ns else None
+        """:func:`analyzers.stats.quantile` (type 7, linear); None without samples."""
+        return quantile(self.samples_ns, q) if self.samples_ns else None
 
     @property
     def median_ns(self) -> float | None:
@@ -75,24 +77,13 @@ class StepTest:
     """True when p < α, False when p ≥ α or the samples are identical, None without a test."""
 
 
-def _pseudo_summary(steps: Sequence[tuple[int, pd.DataFrame]]) -> dict[str, object]:
-    ranks = [
-        {
-            "rank": r,
-            "steps": [
-                {"step": int(s), "duration_ns": int(d)}
-                for s, d in zip(df["step"].to_numpy(), df["duration_ns"].to_numpy(), strict=True)
-            ],
-        }
-        for r, df in steps
-    ]
-    return {"ranks": ranks}
-
-
 def step_distribution(steps: Sequence[tuple[int, pd.DataFrame]]) -> StepDistribution:
     """Samples of one side from ``(rank, steps table)`` pairs (module docstring)."""
-    m = extract_metrics(_pseudo_summary(steps)).get(STEP_METRIC)
-    return StepDistribution(tuple(m.samples) if m is not None else ())
+    per_rank = [
+        [(int(s), float(d)) for s, d in zip(df["step"], df["duration_ns"], strict=True)]
+        for _, df in steps
+    ]
+    return StepDistribution(tuple(per_step(per_rank, max)))
 
 
 def _ms(ns: float | None) -> str:
@@ -116,7 +107,6 @@ def step_test(
             )
     if sorted(base.samples_ns) == sorted(current.samples_ns):
         return StepTest("step times are identical on both sides", None, None, a, "pass", False)
-    from analyzers.gate_metrics import MetricValue
 
     def mv(d: StepDistribution) -> MetricValue:
         return MetricValue(STEP_METRIC, STEP_METRIC, float(d.median_ns or 0.0), d.samples_ns)

@@ -9,7 +9,6 @@ BASE and CURRENT are each a trace file, a directory of per-rank traces, a run di
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,18 +41,6 @@ TOP_HELP = "Entries printed in the console table (the JSON and HTML have more)."
 PLOTLYJS_HELP = "inline (default; plotly.js embedded once, opens offline) or cdn."
 
 
-def _read_summary(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"cannot read the summary: {e.strerror or e}", path=path) from e
-    except (UnicodeDecodeError, ValueError) as e:
-        raise InputError(f"the summary is not valid JSON: {e}", path=path) from e
-    if not isinstance(data, dict):
-        raise InputError("not a gpuscope JSON summary", path=path)
-    return data
-
-
 def load_side(raw: str, all_events: bool) -> Any:
     """The :class:`analyzers.compare_sides.Side` of one argument.
 
@@ -63,6 +50,7 @@ def load_side(raw: str, all_events: bool) -> Any:
     from analyzers.compare_sides import side_from_summary, side_from_traces
     from analyzers.options import AnalysisOptions
     from collectors.load import load_traces
+    from collectors.summary.reader import read_summary
 
     p = Path(raw)
     if not p.exists():
@@ -77,7 +65,7 @@ def load_side(raw: str, all_events: bool) -> Any:
     elif looks_like_summary(p):
         summary = p
     if summary is not None:
-        return side_from_summary(_read_summary(summary), str(p))
+        return side_from_summary(read_summary(summary), str(p))
     options = AnalysisOptions(all_events=all_events)
     return side_from_traces(load_traces([traces]), str(p), options)
 

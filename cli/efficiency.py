@@ -6,19 +6,12 @@ Definitions of every printed number: ``docs/efficiency.md``.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from collectors.errors import UsageError
-
-
-def _fmt(x: float | None, scale: float = 1.0, digits: int = 2) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    return f"{x / scale:,.{digits}f}"
 
 
 def _echo_json(obj: Any) -> None:
@@ -37,75 +30,29 @@ def _occupancy(
 ) -> None:
     from analyzers.arch import arch_limits
     from analyzers.occupancy import UNLIMITED, LaunchConfig, what_if
+    from reports.efficiency_console import occupancy_json, occupancy_lines
 
     lim = arch_limits(arch)
-    cfg = LaunchConfig(threads, regs, smem, dyn_smem, optin, carveout)
-    wi = what_if(lim, cfg)
-    r = wi.base
+    wi = what_if(lim, LaunchConfig(threads, regs, smem, dyn_smem, optin, carveout))
     if as_json:
-        out: dict[str, Any] = r.to_dict()
-        out["what_if"] = {
-            "suggestions": [
-                {
-                    "change": s.change,
-                    "from": s.current,
-                    "to": s.to,
-                    "occupancy_pct": s.occupancy_pct,
-                    "best": s.best,
-                    "best_occupancy_pct": s.best_occupancy_pct,
-                }
-                for s in wi.suggestions
-            ],
-            "curves": {
-                c.varied: {"values": list(c.values), "occupancy_pct": list(c.occupancy_pct)}
-                for c in wi.curves
-            },
-        }
-        _echo_json(out)
+        _echo_json(occupancy_json(wi.base, wi))
         return
-
-    def lim_text(v: int) -> str:
-        return "none" if v == UNLIMITED else str(v)
-
-    limits = ", ".join(f"{k.replace('_', ' ')} {lim_text(v)}" for k, v in r.limits().items())
-    lines = [
-        f"{r.arch}: {threads} threads/block, {regs} registers/thread, "
-        f"{smem} B static + {dyn_smem} B dynamic shared memory" + (" (opt-in)" if r.optin else ""),
-        f"active blocks/SM  {r.active_blocks}   (limited by {', '.join(r.limiters)})",
-        f"active warps/SM   {r.active_warps} of {r.max_warps}",
-        f"occupancy         {r.occupancy_pct:.2f} %",
-        f"limits (blocks/SM): {limits}",
-        f"allocated per block: {r.alloc_regs_per_block} registers, "
-        f"{r.alloc_smem_per_block} B shared memory (SM shared memory {r.smem_per_sm_config} B)",
-    ]
-    if wi.suggestions:
-        lines.append("to raise occupancy:")
-        lines += [f"  {s.text()}" for s in wi.suggestions]
-    else:
-        lines.append("no change of block size, registers or shared memory raises occupancy")
+    lines = occupancy_lines(
+        wi.base, wi, threads=threads, regs=regs, smem=smem, dyn_smem=dyn_smem, unlimited=UNLIMITED
+    )
     typer.echo("\n".join(lines))
 
 
 def _list_gpus(peaks_file: Path | None, as_json: bool) -> None:
     from analyzers.gpu_peaks import PRECISIONS, load_peaks
+    from reports.efficiency_console import gpu_peak_lines
 
     table = load_peaks(peaks_file)
     if as_json:
         _echo_json({"gpus": [g.to_dict() for g in table.gpus]})
         return
-    keys = [f"{p}_tflops" for p in PRECISIONS] + ["mem_bw_gbs"]
-    head = ["GPU", *[k.replace("_tflops", "").replace("_gbs", " GB/s") for k in keys]]
-    rows = []
-    for g in table.gpus:
-        cells = [g.name]
-        for k in keys:
-            v = g.values.get(k)
-            cells.append("-" if v is None else f"{v:g}" + (" [u]" if g.is_unverified(k) else ""))
-        rows.append(cells)
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for r in [head, *rows]:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    typer.echo("TFLOP/s (dense) and GB/s; [u] = unverified (reference/gpus.md)")
+    for line in gpu_peak_lines(table, tuple(PRECISIONS)):
+        typer.echo(line)
 
 
 def _roofline(
@@ -119,6 +66,7 @@ def _roofline(
     from analyzers.gpu_peaks import load_peaks
     from analyzers.roofline import ncu_roofline
     from collectors.ncu import read_ncu_csv
+    from reports.efficiency_console import ncu_roofline_lines
 
     report = read_ncu_csv(file)
     peaks = load_peaks(peaks_file).get(gpu) if gpu else None
@@ -128,54 +76,11 @@ def _roofline(
         out["warnings"] = list(report.warnings)
         _echo_json(out)
         return
-    has_file_ceilings = any(
-        src == "ncu file" for p in roof.points for src in p.ceilings.source.values()
-    )
-    where = ["ncu file"] if has_file_ceilings else []
-    unverified = sorted({k for p in roof.points for k in p.ceilings.unverified})
-    if peaks:
-        marks = f"; [u] unverified: {', '.join(unverified)}" if unverified else ""
-        where.append(f"{peaks.name} (peak table{marks})")
-    typer.echo(
-        f"{report.path}: {len(report.launches)} launch(es); ceilings: "
-        + (", then ".join(where) if where else "none (name the GPU with --gpu)")
-    )
-    head = (
-        "#",
-        "kernel",
-        "time ms",
-        "GFLOP/s",
-        "DRAM GB/s",
-        "% BW",
-        "FLOP/B",
-        "bound",
-        "% roof",
-        "share",
-    )
-    rows = []
-    for i, p in enumerate(roof.points, start=1):
-        name = p.name if len(p.name) <= 48 else p.name[:45] + "..."
-        rows.append(
-            (
-                str(i),
-                name,
-                _fmt(p.time_ns, 1e6, 3),
-                _fmt(p.flops_per_s_total, 1e9, 1),
-                _fmt(p.bandwidth.get("dram"), 1e9, 1),
-                _fmt(p.pct_of_peak_bandwidth, 1.0, 1),
-                _fmt(p.intensity.get("dram"), 1.0, 2),
-                p.bound or "-",
-                _fmt(p.pct_of_attainable, 1.0, 1),
-                _fmt(p.time_share * 100 if p.time_share is not None else None, 1.0, 1) + " %",
-            )
-        )
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for r in [head, *rows]:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    for m in roof.missing:
-        typer.echo(f"note: not computed for any launch: {m}", err=True)
-    for w in report.warnings:
-        typer.echo(f"warning: {w}", err=True)
+    lines, notes = ncu_roofline_lines(report, roof, peaks)
+    for line in lines:
+        typer.echo(line)
+    for line in notes:
+        typer.echo(line, err=True)
 
 
 def _calibrate(output: Path | None, size_mb: int, n: int, as_json: bool) -> None:

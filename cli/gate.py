@@ -2,29 +2,32 @@
 
 ``gate`` returns its exit code: 0 pass (warnings, improvements and — unless ``--strict`` —
 insufficient data included), 1 regression, 3 insufficient data with ``--strict``; errors raise
-and become exit 2 in :mod:`cli.main`.
+and become exit 2 in :mod:`cli.main`.  Summaries are read by
+:func:`collectors.summary.reader.read_summary`; the decision is :mod:`analyzers.gate`'s; the
+outputs are :mod:`reports.gate_outputs`'.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
-import msgspec
 import typer
 from rich.console import Console
 
-from analyzers.gate import Baseline, GateResult, decide
-from analyzers.gate_metrics import METRICS, MetricValue, extract_metrics, metric_of
-from analyzers.gate_rules import GateRules, parse_rules
+from analyzers.gate.baseline import BaselinePlan, benchmark_name, file_baseline, store_baseline
+from analyzers.gate.environment import Environment, environment_from_summary
+from analyzers.gate.metrics import METRICS, MetricValue, extract_metrics, metric_of
+from analyzers.gate.rules import GateRules, parse_rules
+from analyzers.gate.verdicts import evaluate
 from collectors.errors import InputError, UsageError
+from collectors.summary.reader import read_summary, read_summary_file
+from collectors.summary.schema import Summary
 
-SUPPORTED_SCHEMA = 1
+if TYPE_CHECKING:
+    from reports.store import Store
 
 StoreOpt = Annotated[
     str,
@@ -50,37 +53,6 @@ RulesOpt = Annotated[
 
 
 # --- inputs -----------------------------------------------------------------------------------
-def read_summary(path: Path) -> tuple[dict[str, Any], str]:
-    """A JSON summary of the supported schema version, and the SHA-256 of its bytes.
-
-    Raises:
-        InputError: missing, unreadable, not JSON, not a summary, or another schema version.
-    """
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    if path.is_dir():
-        raise InputError(
-            "is a directory; expected a JSON summary (gpuscope analyze --json)", path=path
-        )
-    try:
-        raw = path.read_bytes()
-        data = msgspec.json.decode(raw)
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=path) from err
-    except msgspec.DecodeError as err:
-        raise InputError(f"not valid JSON: {err}", path=path) from err
-    if not isinstance(data, dict) or "schema_version" not in data or "ranks" not in data:
-        raise InputError("not a gpuscope JSON summary (no schema_version/ranks)", path=path)
-    version = data["schema_version"]
-    if version != SUPPORTED_SCHEMA:
-        raise InputError(
-            f"summary schema_version {version!r} is not supported "
-            f"(this gpuscope reads schema_version {SUPPORTED_SCHEMA})",
-            path=path,
-        )
-    return data, hashlib.sha256(raw).hexdigest()
-
-
 def read_rules(path: Path | None) -> GateRules:
     """Rules from a TOML file, or the defaults."""
     if path is None:
@@ -112,8 +84,8 @@ def _write(path: Path, text: str) -> None:
         raise InputError(f"cannot write: {err.strerror}", path=path) from err
 
 
-def _metrics(summary: dict[str, Any], source: Path, rules: GateRules) -> dict[str, MetricValue]:
-    return extract_metrics(summary, warmup_steps=rules.warmup_steps, source=str(source))
+def _metrics(summary: Summary, rules: GateRules) -> dict[str, MetricValue]:
+    return extract_metrics(summary, warmup_steps=rules.warmup_steps)
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -127,81 +99,31 @@ def record(
     rules: RulesOpt = None,
 ) -> None:
     """Record a run's metrics and per-step samples in the run history (one transaction)."""
-    from reports.store import environment_from_summary, open_store
+    from reports.store import open_store
 
     gate_rules = read_rules(rules)
-    data, sha = read_summary(summary)
-    metrics = _metrics(data, summary, gate_rules)
+    env_pairs = parse_env(env)
+    read = read_summary_file(summary)  # validated before the store is touched
+    metrics = _metrics(read.summary, gate_rules)
     if not metrics:
         raise InputError(
             "summary holds no metric the gate knows (no steps, no sections)", path=summary
         )
-    environment = environment_from_summary(data, parse_env(env))
+    environment = environment_from_summary(read.summary, env_pairs)
     with open_store(store) as st:
         run_id = st.record(
-            metrics, name=name, env=environment, branch=branch, commit=commit, summary_sha256=sha
+            metrics,
+            name=name,
+            env=environment,
+            branch=branch,
+            commit=commit,
+            summary_sha256=read.sha256,
         )
         display = st.display
     typer.echo(
         f"Recorded run {run_id} of {name} ({branch or 'no branch'} @ {commit or 'no commit'}): "
         f"{len(metrics)} series into {display}"
     )
-
-
-def _store_baseline(
-    store: str,
-    name: str | None,
-    branch: str,
-    data: dict[str, Any],
-    env_pairs: dict[str, str],
-    rules: GateRules,
-) -> tuple[Baseline, str, dict[str, Any], list[str], Any]:
-    from reports.store import environment_from_summary, open_store
-
-    st = open_store(store)
-    try:
-        if name is None:
-            names = st.names(branch)
-            if len(names) != 1:
-                raise UsageError(
-                    f"pass --name: the store holds {len(names)} benchmarks on branch "
-                    f"'{branch}'" + (f" ({', '.join(names[:10])})" if names else "")
-                )
-            name = names[0]
-        env = environment_from_summary(data, env_pairs)
-        found = st.baseline(name, branch, env, rules.baseline_runs)
-    except BaseException:
-        st.close()
-        raise
-    if found.segment_env is None:
-        st.close()
-        raise InputError(
-            f"no baseline: no run of '{name}' on branch '{branch}' "
-            f"(record one with: gpuscope record SUMMARY.json --store ... --name {name} "
-            f"--branch {branch})",
-            path=st.display,
-        )
-    notes = []
-    if found.mismatch:
-        notes.append(
-            "environment differs from the latest baseline segment ("
-            + "; ".join(found.mismatch)
-            + "): not compared"
-        )
-    label = f"{st.display} {name}@{branch}, last {len(found.run_ids)} run(s)"
-    info = {
-        "kind": "store",
-        "label": label,
-        "store": st.display,
-        "branch": branch,
-        "run_ids": list(found.run_ids),
-        "commits": list(found.commits),
-        "environment": {
-            **found.segment_env.as_dict(),
-            "fingerprint": found.segment_env.fingerprint,
-        },
-    }
-    return Baseline("store", found.runs, found.run_ids), name, info, notes, st
 
 
 def gate(
@@ -240,54 +162,40 @@ def gate(
 ) -> int:
     """Gate CURRENT against a baseline: exit 0 pass, 1 regression, 2 error, 3 insufficient
     data (with --strict)."""
+    from analyzers.gate.environment import environment_record
     from reports import gate_outputs as out
-    from reports.store import environment_from_summary
+    from reports.store import open_store
 
     if (baseline is None) == (store is None):
         raise UsageError("give exactly one of --baseline BASE.json or --store URL")
     gate_rules = read_rules(rules)
     env_pairs = parse_env(env)
-    data, _ = read_summary(current)
-    cur_metrics = _metrics(data, current, gate_rules)
+    data = read_summary(current)
+    cur_metrics = _metrics(data, gate_rules)
     cur_env = environment_from_summary(data, env_pairs)
-    notes: list[str] = []
     st = None
     if baseline is not None:
-        base_data, _ = read_summary(baseline)
-        base = Baseline("file", (_metrics(base_data, baseline, gate_rules),))
-        base_env = environment_from_summary(base_data, env_pairs)
+        plan = _file_plan(read_summary(baseline), baseline, cur_env, gate_rules, env_pairs)
         name = name or current.stem
-        if base_env.fingerprint != cur_env.fingerprint:
-            notes.append(
-                "baseline environment differs: " + "; ".join(base_env.differences(cur_env))
-            )
-        base_info: dict[str, Any] = {
-            "kind": "file",
-            "label": str(baseline),
-            "run_ids": [],
-            "commits": [],
-            "environment": {**base_env.as_dict(), "fingerprint": base_env.fingerprint},
-        }
     else:
         assert store is not None
-        base, name, base_info, notes, st = _store_baseline(
-            store, name, branch, data, env_pairs, gate_rules
-        )
+        st = open_store(store)
     try:
-        result = decide(cur_metrics, base, gate_rules)
-        if not base.runs:
-            result = _without_baseline(result)
+        if st is not None:
+            name, plan = _store_plan(st, name, branch, cur_env, gate_rules)
+        assert name is not None
+        result = evaluate(cur_metrics, plan, gate_rules)
         doc = out.gate_document(
             result,
             name=name,
             strict=strict,
-            baseline=base_info,
+            baseline=plan.info,
             current={
                 "source": str(current),
                 "commit": commit,
-                "environment": {**cur_env.as_dict(), "fingerprint": cur_env.fingerprint},
+                "environment": environment_record(cur_env),
             },
-            notes=notes,
+            notes=plan.notes,
         )
         if st is not None and save_verdicts:
             st.save_verdicts(result, name=name, branch=branch, commit=commit)
@@ -302,7 +210,7 @@ def gate(
     if markdown is not None:
         _write(markdown, out.markdown(doc))
     if json_out is not None:
-        _write(json_out, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        _write(json_out, out.document_json(doc))
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in out.github_annotations(doc):
             sys.stdout.write(line + "\n")
@@ -310,9 +218,23 @@ def gate(
     return int(doc["exit_code"])
 
 
-def _without_baseline(result: GateResult) -> GateResult:
-    why = "no baseline run in the candidate's environment"
-    return replace(result, verdicts=tuple(replace(v, reason=why) for v in result.verdicts))
+def _file_plan(
+    data: Summary,
+    path: Path,
+    cur_env: Environment,
+    rules: GateRules,
+    env_pairs: dict[str, str],
+) -> BaselinePlan:
+    env = environment_from_summary(data, env_pairs)
+    return file_baseline(_metrics(data, rules), env, cur_env, label=str(path))
+
+
+def _store_plan(
+    st: Store, name: str | None, branch: str, cur_env: Environment, rules: GateRules
+) -> tuple[str, BaselinePlan]:
+    name = name or benchmark_name(st.names(branch), branch)
+    found = st.baseline(name, branch, cur_env, rules.baseline_runs)
+    return name, store_baseline(found, name=name, branch=branch, store=st.display)
 
 
 def history(

@@ -21,13 +21,6 @@ COLL_HELP = "The collective, when neither the log nor its file name says (e.g. a
 NRANKS_HELP = "The number of ranks, when the log has no '# Using devices' block."
 
 
-def _size(b: int) -> str:
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= div and b % div == 0:
-            return f"{b // div} {unit}"
-    return f"{b} B"
-
-
 def run_nccl_tests(
     logs: list[Path],
     json_out: Path | None = None,
@@ -41,11 +34,10 @@ def run_nccl_tests(
         UsageError: bad options, or the JSON file cannot be written.
     """
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     from collectors.nccl_tests import peak_table, read_nccl_tests
     from reports.comm_sections import nccl_tests_json
+    from reports.nccl_tests_console import print_nccl_tests
 
     if nranks is not None and nranks < 1:
         raise UsageError("--nranks must be ≥ 1")
@@ -75,37 +67,7 @@ def run_nccl_tests(
         except OSError as e:
             raise UsageError(f"cannot write the JSON file: {e.strerror}", path=json_out) from e
 
-    for log in parsed:
-        checked = int(log.rows["busbw_ok"].notna().sum())
-        measured = int(log.rows["time_us"].notna().sum())
-        status = "every row matches size/time" if log.checked_ok else "MISMATCH (see warnings)"
-        if checked < measured:
-            status += "; busbw not checkable" if checked == 0 else "; busbw partly checked"
-        out.print(
-            Text(
-                f"{log.path or '-'}: {log.collective or '?'} ({log.collective_source}), "
-                f"{log.nranks or '?'} ranks ({log.nranks_source}), layout {log.layout}, "
-                f"{len(log.rows)} rows: {status}"
-            )
-        )
-        for w in log.warnings:
-            err.print(Text(f"gpuscope: warning: {Path(log.path or '-').name}: {w}"))
-
-    peaks = peak_table(parsed)
-    pt = Table(title="Peak bus bandwidth per collective and size", title_justify="left")
-    for col in ("collective", "ranks", "size", "busbw GB/s", "algbw GB/s", "time µs", "placement"):
-        pt.add_column(col, justify="left" if col in ("collective", "placement") else "right")
-    for r in peaks.itertuples(index=False):
-        pt.add_row(
-            str(r.collective),
-            str(r.nranks) if r.nranks > 0 else "?",
-            _size(int(r.size_bytes)),
-            f"{r.busbw_gbps:.2f}",
-            f"{r.algbw_gbps:.2f}",
-            f"{r.time_us:.2f}",
-            str(r.placement).replace("_", "-"),
-        )
-    out.print(pt)
+    print_nccl_tests(parsed, peak_table(parsed), out, err)
     if json_out is not None:
         out.print(f"Wrote {json_out}", markup=False)
     if failed:

@@ -1,14 +1,17 @@
 """``gpuscope report`` (the HTML report) and ``gpuscope export --perfetto`` (a Chrome trace).
 
-Inputs of ``report``: a JSON summary (rendered as is), a run directory (its ``summary.json``
-and, when present, ``gate/result.json`` for the PASS/FAIL banner; without a summary its traces
-and NVML counters are summarised first), or trace files/directories (loaded and summarised
-first).  Heavy modules are imported inside the commands so that ``gpuscope --help`` stays fast.
+Inputs of ``report``: a JSON summary (validated by
+:func:`collectors.summary.reader.read_summary`, then rendered as is), a run directory (its
+``summary.json`` and, when present, ``gate/result.json`` for the PASS/FAIL banner; without a
+summary its traces and NVML counters are summarised first), or trace files/directories (loaded
+and summarised first).  Heavy modules are imported inside the commands so that
+``gpuscope --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +19,7 @@ import typer
 
 from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
+from collectors.summary.reader import read_summary
 
 SUMMARY = "summary.json"
 GATE_RESULT = Path("gate", "result.json")
@@ -45,22 +49,6 @@ def _read_json(path: Path, what: str) -> Any:
         raise InputError(f"the {what} is not valid JSON: {e}", path=path) from e
 
 
-def read_summary(path: Path) -> dict[str, Any]:
-    """A JSON summary from *path*.
-
-    Raises:
-        InputError: unreadable, not JSON, or not a summary (no ``ranks`` list).
-    """
-    data = _read_json(path, "summary")
-    if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
-        raise InputError(
-            "not a gpuscope JSON summary (no 'ranks' list); give a summary, a run directory "
-            "or trace files",
-            path=path,
-        )
-    return data
-
-
 def _counters(run: Path) -> dict[str, Any]:
     from collectors.nvml import counter_files, read_run_counters
 
@@ -78,7 +66,7 @@ def summarise(paths: list[str], run_dir: Path | None = None) -> dict[str, Any]:
     return build_summary(load_traces(paths), extras=extras)
 
 
-def resolve_inputs(inputs: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
     """(summary, gate result or None) for the ``report`` inputs."""
     if len(inputs) == 1:
         p = Path(inputs[0])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,12 +48,15 @@ def read_rank_metas(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def step_time_stats(times_ns: list[int]) -> dict[str, int] | None:
-    """``count``, ``median_ns`` (lower median), ``min_ns``, ``max_ns`` of host step durations."""
+    """``count``, ``median_ns`` (:func:`analyzers.stats.median`, to the nearest ns), ``min_ns``,
+    ``max_ns`` of host step durations."""
     if not times_ns:
         return None
+    from analyzers.stats import median, round_ns  # numpy: only when there is something to sum
+
     return {
         "count": len(times_ns),
-        "median_ns": int(statistics.median_low(times_ns)),
+        "median_ns": round_ns(median(times_ns)),
         "min_ns": int(min(times_ns)),
         "max_ns": int(max(times_ns)),
     }

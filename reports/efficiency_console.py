@@ -1,11 +1,18 @@
-"""Rich tables of the ``occupancy`` and ``roofline`` summary sections (one rank each).
+"""Console output of kernel efficiency (definitions of every number: docs/efficiency.md).
 
-Rendered from the JSON summary (the numbers of ``--json``, defined in docs/efficiency.md).
-Kernel names are untrusted and reach rich as :class:`rich.text.Text`, never as markup.
+* :func:`print_efficiency_sections`: rich tables of the ``occupancy`` and ``roofline`` summary
+  sections (one rank each), for ``gpuscope analyze``;
+* :func:`occupancy_lines` / :func:`occupancy_json`: ``gpuscope occupancy``;
+* :func:`gpu_peak_lines`: ``gpuscope roofline --list-gpus``;
+* :func:`ncu_roofline_lines`: ``gpuscope roofline FILE``.
+
+Kernel names are untrusted and reach rich as :class:`rich.text.Text`, never as markup; the plain
+text lines are echoed as they are.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,3 +77,132 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
                 _pct(None if share is None else 100 * share),
             )
         console.print(t)
+
+
+# --- gpuscope occupancy / roofline ------------------------------------------------------------
+def _fmt(x: float | None, scale: float = 1.0, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x / scale:,.{digits}f}"
+
+
+def occupancy_json(r: Any, wi: Any) -> dict[str, Any]:
+    """``gpuscope occupancy --json``: the result (:class:`analyzers.occupancy`) and its what-if
+    (*wi*: suggestions and curves)."""
+    out: dict[str, Any] = r.to_dict()
+    out["what_if"] = {
+        "suggestions": [
+            {
+                "change": s.change,
+                "from": s.current,
+                "to": s.to,
+                "occupancy_pct": s.occupancy_pct,
+                "best": s.best,
+                "best_occupancy_pct": s.best_occupancy_pct,
+            }
+            for s in wi.suggestions
+        ],
+        "curves": {
+            c.varied: {"values": list(c.values), "occupancy_pct": list(c.occupancy_pct)}
+            for c in wi.curves
+        },
+    }
+    return out
+
+
+def occupancy_lines(
+    r: Any, wi: Any, *, threads: int, regs: int, smem: int, dyn_smem: int, unlimited: int
+) -> list[str]:
+    """``gpuscope occupancy``: the launch, its limits, occupancy and what would raise it."""
+
+    def lim_text(v: int) -> str:
+        return "none" if v == unlimited else str(v)
+
+    limits = ", ".join(f"{k.replace('_', ' ')} {lim_text(v)}" for k, v in r.limits().items())
+    lines = [
+        f"{r.arch}: {threads} threads/block, {regs} registers/thread, "
+        f"{smem} B static + {dyn_smem} B dynamic shared memory" + (" (opt-in)" if r.optin else ""),
+        f"active blocks/SM  {r.active_blocks}   (limited by {', '.join(r.limiters)})",
+        f"active warps/SM   {r.active_warps} of {r.max_warps}",
+        f"occupancy         {r.occupancy_pct:.2f} %",
+        f"limits (blocks/SM): {limits}",
+        f"allocated per block: {r.alloc_regs_per_block} registers, "
+        f"{r.alloc_smem_per_block} B shared memory (SM shared memory {r.smem_per_sm_config} B)",
+    ]
+    if wi.suggestions:
+        lines.append("to raise occupancy:")
+        lines += [f"  {s.text()}" for s in wi.suggestions]
+    else:
+        lines.append("no change of block size, registers or shared memory raises occupancy")
+    return lines
+
+
+def _columns(head: tuple[str, ...] | list[str], rows: list[Any]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [head, *rows]
+    ]
+
+
+def gpu_peak_lines(table: Any, precisions: tuple[str, ...]) -> list[str]:
+    """``gpuscope roofline --list-gpus``: the :class:`analyzers.gpu_peaks.PeakTable`."""
+    keys = [f"{p}_tflops" for p in precisions] + ["mem_bw_gbs"]
+    head = ["GPU", *[k.replace("_tflops", "").replace("_gbs", " GB/s") for k in keys]]
+    rows = []
+    for g in table.gpus:
+        cells = [g.name]
+        for k in keys:
+            v = g.values.get(k)
+            cells.append("-" if v is None else f"{v:g}" + (" [u]" if g.is_unverified(k) else ""))
+        rows.append(cells)
+    return [*_columns(head, rows), "TFLOP/s (dense) and GB/s; [u] = unverified (reference/gpus.md)"]
+
+
+def ncu_roofline_lines(report: Any, roof: Any, peaks: Any) -> tuple[list[str], list[str]]:
+    """``gpuscope roofline FILE``: (stdout lines, stderr lines) of an ncu roofline."""
+    has_file_ceilings = any(
+        src == "ncu file" for p in roof.points for src in p.ceilings.source.values()
+    )
+    where = ["ncu file"] if has_file_ceilings else []
+    unverified = sorted({k for p in roof.points for k in p.ceilings.unverified})
+    if peaks:
+        marks = f"; [u] unverified: {', '.join(unverified)}" if unverified else ""
+        where.append(f"{peaks.name} (peak table{marks})")
+    out = [
+        f"{report.path}: {len(report.launches)} launch(es); ceilings: "
+        + (", then ".join(where) if where else "none (name the GPU with --gpu)")
+    ]
+    head = (
+        "#",
+        "kernel",
+        "time ms",
+        "GFLOP/s",
+        "DRAM GB/s",
+        "% BW",
+        "FLOP/B",
+        "bound",
+        "% roof",
+        "share",
+    )
+    rows = []
+    for i, p in enumerate(roof.points, start=1):
+        name = p.name if len(p.name) <= 48 else p.name[:45] + "..."
+        rows.append(
+            (
+                str(i),
+                name,
+                _fmt(p.time_ns, 1e6, 3),
+                _fmt(p.flops_per_s_total, 1e9, 1),
+                _fmt(p.bandwidth.get("dram"), 1e9, 1),
+                _fmt(p.pct_of_peak_bandwidth, 1.0, 1),
+                _fmt(p.intensity.get("dram"), 1.0, 2),
+                p.bound or "-",
+                _fmt(p.pct_of_attainable, 1.0, 1),
+                _fmt(p.time_share * 100 if p.time_share is not None else None, 1.0, 1) + " %",
+            )
+        )
+    out += _columns(head, rows)
+    err = [f"note: not computed for any launch: {m}" for m in roof.missing]
+    err += [f"warning: {w}" for w in report.warnings]
+    return out, err

@@ -1,41 +1,20 @@
-"""The few most important problems of a run, each with its evidence, threshold and advice.
+"""The findings of a run as text: title, evidence, threshold and advice (docs/report.md §4).
 
-A pure function of the JSON summary (docs/report.md §4 lists every rule and threshold).  Each
-rule returns at most one :class:`Finding`; ``impact`` is the share of time the problem
-concerns (0–1) and orders the findings, largest first; at most :data:`MAX_FINDINGS` are kept.
-Evidence strings may quote kernel and collective names: they are plain text, escaped by the
-renderer.
+The decisions — which rule fires, its figure, threshold and impact, the order and the cap —
+are :mod:`analyzers.findings`'; this module only words them.  Evidence strings may quote kernel
+and collective names: they are plain text, escaped by the renderer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from reports.html_metrics import collective_rows, gpu_busy_card, num, rank_step_rows, ranks
+from analyzers import findings as rules
+from collectors.summary.schema import Summary
 
-MAX_FINDINGS = 5
-
-EXPOSED_COMM_SHARE = 0.10
-"""Exposed communication above this share of step time is a finding (= the default
-``comm_threshold`` of the host-bound verdict)."""
-IDLE_SHARE = 0.20
-"""GPU idle above this share of step time (GPU busy below 80 %) is a finding."""
-LOW_OCC_TIME_SHARE = 0.05
-"""A low-occupancy flag (theoretical < 50 %, docs/efficiency.md) is a finding when the kernel
-takes at least this share of its rank's kernel time."""
-SKEW_SHARE = 0.25
-"""Arrival skew above this share of matched collective time (skew + transfer) is a finding."""
-BUSBW_LINK_PCT = 50.0
-"""≥ 256 MiB collectives whose median bus bandwidth is below this % of the link peak."""
-THROTTLE_SHARE = 0.05
-"""Clock throttling (power/thermal/slowdown reasons) during more than this share of the sampled
-time of a GPU."""
-ROOFLINE_PCT = 50.0
-"""An op-roofline point below this % of its attainable FLOP/s ..."""
-ROOFLINE_TIME_SHARE = 0.20
-"""... is a finding when it takes at least this share of the modelled GPU time."""
+MAX_FINDINGS = rules.MAX_FINDINGS
 
 
 @dataclass(frozen=True)
@@ -62,305 +41,177 @@ def _pct(x: float) -> str:
     return f"{x:.1f} %"
 
 
-def exposed_comm(summary: Mapping[str, Any]) -> Finding | None:
-    rows = rank_step_rows(summary)
-    dur = sum(r["duration_ns"] for r in rows)
-    exp = sum(r["exposed_comm_ns"] for r in rows)
-    if dur <= 0 or exp / dur <= EXPOSED_COMM_SHARE:
-        return None
-    by_coll: dict[str, int] = {}
-    for r in ranks(summary):
-        for c in (r.get("comm") or {}).get("by_collective") or []:
-            name = str(c.get("collective"))
-            by_coll[name] = by_coll.get(name, 0) + int(c.get("exposed_ns") or 0)
-    worst = max(by_coll.items(), key=lambda kv: kv[1], default=None)
-    n_ranks = len({r["rank"] for r in rows})
+def _text(f: rules.Finding, title: str, evidence: str, threshold: str, try_: str) -> Finding:
+    return Finding(f.id, title, evidence, threshold, try_, f.value, f.limit, f.impact)
+
+
+def _exposed_comm(f: rules.ExposedComm) -> Finding:
     ev = (
-        f"exposed communication is {_pct(100 * exp / dur)} of step time "
-        f"({_ms(exp)} of {_ms(dur)} over {n_ranks} rank(s) × their steps)"
+        f"exposed communication is {_pct(f.value)} of step time "
+        f"({_ms(f.exposed_ns)} of {_ms(f.duration_ns)} over {f.ranks} rank(s) × their steps)"
     )
-    if worst is not None and worst[1] > 0:
-        ev += f"; most exposed collective type: {worst[0]} ({_ms(worst[1])})"
-    return Finding(
-        id="exposed_comm",
-        title="Communication is not hidden behind computation",
-        evidence=ev,
-        threshold=f"exposed communication > {_pct(100 * EXPOSED_COMM_SHARE)} of step time",
-        suggestion=(
-            "overlap the collective with computation (DDP bucket_cap_mb / gradient_as_bucket_view,"
-            " FSDP forward/backward prefetch, async tensor-parallel collectives), and compare its "
-            "bus bandwidth with the link peak in the communication table"
-        ),
-        value=100 * exp / dur,
-        limit=100 * EXPOSED_COMM_SHARE,
-        impact=exp / dur,
+    if f.worst is not None:
+        ev += f"; most exposed collective type: {f.worst[0]} ({_ms(f.worst[1])})"
+    return _text(
+        f,
+        "Communication is not hidden behind computation",
+        ev,
+        f"exposed communication > {_pct(f.limit)} of step time",
+        "overlap the collective with computation (DDP bucket_cap_mb / gradient_as_bucket_view,"
+        " FSDP forward/backward prefetch, async tensor-parallel collectives), and compare its "
+        "bus bandwidth with the link peak in the communication table",
     )
 
 
-def host_bound(summary: Mapping[str, Any]) -> Finding | None:
-    hit, shares, acts = [], [], {}
-    for r in ranks(summary):
-        hb = (r.get("idle") or {}).get("host_bound") or {}
-        if hb.get("verdict") != "host-bound":
-            continue
-        hit.append(int(r["rank"]))
-        if (s := num(hb.get("host_share"))) is not None:
-            shares.append(s)
-        for k, v in (hb.get("host_wait_by_activity") or {}).items():
-            acts[k] = acts.get(k, 0) + int(v or 0)
-    if not hit or not shares:
-        return None
-    limit = num(
-        ((ranks(summary)[0].get("idle") or {}).get("host_bound") or {}).get("host_threshold")
-    )
-    limit = 0.10 if limit is None else limit
-    share = sum(shares) / len(shares)
-    top = max(acts.items(), key=lambda kv: kv[1], default=None)
+def _host_bound(f: rules.HostBound) -> Finding:
     ev = (
-        f"{len(hit)} of {len(ranks(summary))} rank(s) host-bound: the GPU waits for the CPU "
-        f"{_pct(100 * share)} of step time (mean over those ranks)"
+        f"{f.ranks_hit} of {f.ranks_total} rank(s) host-bound: the GPU waits for the CPU "
+        f"{_pct(100 * f.share)} of step time (mean over those ranks)"
     )
-    if top is not None and top[1] > 0:
-        ev += (
-            f"; largest CPU activity during the waits: {top[0].removesuffix('_ns')} ({_ms(top[1])})"
-        )
-    return Finding(
-        id="host_bound",
-        title="The GPU waits for the CPU to launch work",
-        evidence=ev,
-        threshold=f"host-wait share > {_pct(100 * limit)} of step time (host-bound verdict)",
-        suggestion=(
-            "launch fewer, larger kernels (CUDA graphs, torch.compile), load data in worker "
-            "processes with pinned memory, and remove host synchronisations (.item(), .cpu(), "
-            "torch.cuda.synchronize) from the step"
-        ),
-        value=100 * share,
-        limit=100 * limit,
-        impact=share,
+    if f.top_activity is not None:
+        name, ns = f.top_activity
+        ev += f"; largest CPU activity during the waits: {name.removesuffix('_ns')} ({_ms(ns)})"
+    return _text(
+        f,
+        "The GPU waits for the CPU to launch work",
+        ev,
+        f"host-wait share > {_pct(f.limit)} of step time (host-bound verdict)",
+        "launch fewer, larger kernels (CUDA graphs, torch.compile), load data in worker "
+        "processes with pinned memory, and remove host synchronisations (.item(), .cpu(), "
+        "torch.cuda.synchronize) from the step",
     )
 
 
-def gpu_idle(summary: Mapping[str, Any]) -> Finding | None:
-    busy = gpu_busy_card(summary)
-    if busy is None or busy["total_ns"] <= 0:
-        return None
-    idle = 1 - busy["busy_ns"] / busy["total_ns"]
-    if idle <= IDLE_SHARE:
-        return None
-    causes: dict[str, int] = {}
-    for r in ranks(summary):
-        for k, v in (((r.get("idle") or {}).get("gpu") or {}).get("by_cause") or {}).items():
-            causes[k] = causes.get(k, 0) + int(v or 0)
-    basis = "step time" if busy["basis"] == "steps" else "its span"
-    ev = f"the GPU is idle {_pct(100 * idle)} of {basis}"
-    if any(causes.values()):
-        parts = ", ".join(f"{k.removesuffix('_ns')} {_ms(v)}" for k, v in causes.items() if v)
+def _gpu_idle(f: rules.GpuIdle) -> Finding:
+    basis = "step time" if f.basis == "steps" else "its span"
+    ev = f"the GPU is idle {_pct(f.value)} of {basis}"
+    if any(v for _, v in f.causes):
+        parts = ", ".join(f"{k.removesuffix('_ns')} {_ms(v)}" for k, v in f.causes if v)
         ev += f"; idle gaps by cause: {parts}"
-    return Finding(
-        id="gpu_idle",
-        title="The GPU is idle for a large part of each step",
-        evidence=ev,
-        threshold=f"GPU idle > {_pct(100 * IDLE_SHARE)} (busy < {_pct(100 - 100 * IDLE_SHARE)})",
-        suggestion=(
-            "look at the idle gaps in the Perfetto export (gpuscope export --perfetto): host "
-            "waits point to launch overhead or data loading, other waits to synchronisation"
-        ),
-        value=100 * idle,
-        limit=100 * IDLE_SHARE,
-        impact=idle,
+    return _text(
+        f,
+        "The GPU is idle for a large part of each step",
+        ev,
+        f"GPU idle > {_pct(f.limit)} (busy < {_pct(100 - f.limit)})",
+        "look at the idle gaps in the Perfetto export (gpuscope export --perfetto): host "
+        "waits point to launch overhead or data loading, other waits to synchronisation",
     )
 
 
-def low_occupancy(summary: Mapping[str, Any]) -> Finding | None:
-    best: tuple[float, int, Mapping[str, Any]] | None = None
-    for r in ranks(summary):
-        for f in (r.get("occupancy") or {}).get("flags") or []:
-            share = num(f.get("time_share"))
-            if (
-                share is not None
-                and share >= LOW_OCC_TIME_SHARE
-                and (best is None or share > best[0])
-            ):
-                best = (share, int(r["rank"]), f)
-    if best is None:
-        return None
-    share, rank, f = best
-    busy = gpu_busy_card(summary)
-    busy_frac = busy["busy_ns"] / busy["total_ns"] if busy and busy["total_ns"] else 1.0
-    limiters = " and ".join(str(x).replace("_", " ") for x in f.get("limiters") or []) or "unknown"
-    return Finding(
-        id="low_occupancy",
-        title="A hot kernel runs at low theoretical occupancy",
-        evidence=(
-            f"{f.get('name')} (block {f.get('block')}) takes {_pct(100 * share)} of rank {rank}'s "
-            f"kernel time at {_pct(float(f.get('theoretical_pct') or 0))} theoretical occupancy, "
-            f"limited by {limiters}"
-        ),
-        threshold=(
-            f"theoretical occupancy < 50 % and ≥ {_pct(100 * LOW_OCC_TIME_SHARE)} of kernel time"
-        ),
-        suggestion=str(
-            f.get("suggestion")
-            or "reduce registers per thread (__launch_bounds__, -maxrregcount) or shared memory "
-            "per block; low occupancy is fine for kernels limited by tile size, so check its "
-            "roofline position first"
-        ),
-        value=float(f.get("theoretical_pct") or 0),
-        limit=50.0,
-        impact=share * busy_frac,
+def _low_occupancy(f: rules.LowOccupancy) -> Finding:
+    flag = f.flag
+    limiters = " and ".join(str(x).replace("_", " ") for x in flag["limiters"]) or "unknown"
+    return _text(
+        f,
+        "A hot kernel runs at low theoretical occupancy",
+        f"{flag['name']} (block {flag['block']}) takes {_pct(100 * flag['time_share'])} of rank "
+        f"{f.rank}'s kernel time at {_pct(f.value)} theoretical occupancy, limited by {limiters}",
+        f"theoretical occupancy < {f.limit:g} % and ≥ {_pct(100 * rules.LOW_OCC_TIME_SHARE)} "
+        "of kernel time",
+        flag["suggestion"]
+        or "reduce registers per thread (__launch_bounds__, -maxrregcount) or shared memory "
+        "per block; low occupancy is fine for kernels limited by tile size, so check its "
+        "roofline position first",
     )
 
 
-def skew(summary: Mapping[str, Any]) -> Finding | None:
-    sk = summary.get("comm_skew") or {}
-    s, t = int(sk.get("arrival_skew_ns") or 0), int(sk.get("transfer_ns") or 0)
-    if s + t <= 0 or s / (s + t) <= SKEW_SHARE:
-        return None
-    late = max(sk.get("per_rank") or [], key=lambda r: int(r.get("late_count") or 0), default=None)
+def _skew(f: rules.Skew) -> Finding:
     ev = (
-        f"ranks waited {_ms(s)} in total for the last rank to arrive, against {_ms(t)} of "
-        f"transfer ({sk.get('matched')} matched collectives)"
+        f"ranks waited {_ms(f.skew_ns)} in total for the last rank to arrive, against "
+        f"{_ms(f.transfer_ns)} of transfer ({f.matched} matched collectives)"
     )
-    if late is not None and int(late.get("late_count") or 0) > 0:
-        ev += f"; rank {late.get('rank')} arrived last {late.get('late_count')} time(s)"
-    rows = rank_step_rows(summary)
-    dur = sum(r["duration_ns"] for r in rows)
-    waits = sum(int(r.get("wait_ns") or 0) for r in sk.get("per_rank") or [])
-    return Finding(
-        id="skew",
-        title="Ranks wait for a straggler at collectives",
-        evidence=ev,
-        threshold=f"arrival skew > {_pct(100 * SKEW_SHARE)} of (skew + transfer)",
-        suggestion=(
-            "find what the late rank does differently before the collective: uneven batches "
-            "or sequence lengths, extra host work, a slower or throttled GPU (see the counters)"
-        ),
-        value=100 * s / (s + t),
-        limit=100 * SKEW_SHARE,
-        impact=waits / dur if dur > 0 else s / (s + t),
+    if f.late is not None:
+        ev += f"; rank {f.late[0]} arrived last {f.late[1]} time(s)"
+    return _text(
+        f,
+        "Ranks wait for a straggler at collectives",
+        ev,
+        f"arrival skew > {_pct(f.limit)} of (skew + transfer)",
+        "find what the late rank does differently before the collective: uneven batches "
+        "or sequence lengths, extra host work, a slower or throttled GPU (see the counters)",
     )
 
 
-def low_busbw(summary: Mapping[str, Any]) -> Finding | None:
-    worst: tuple[float, int, Mapping[str, Any]] | None = None
-    time = 0
-    for r in ranks(summary):
-        for row in collective_rows(r):
-            pct = num(row.get("median_busbw_link_pct"))
-            if row.get("size_bucket") != ">=256MiB" or pct is None or pct >= BUSBW_LINK_PCT:
-                continue
-            time += int(row.get("time_ns") or 0)
-            if worst is None or pct < worst[0]:
-                worst = (pct, int(r["rank"]), row)
-    if worst is None:
-        return None
-    pct, rank, row = worst
-    dur = sum(r["duration_ns"] for r in rank_step_rows(summary))
-    return Finding(
-        id="low_busbw",
-        title="Large collectives run well below the link bandwidth",
-        evidence=(
-            f"{row.get('collective')} ≥ 256 MiB on rank {rank}: median bus bandwidth "
-            f"{float(row.get('median_busbw_gbps') or 0):.1f} GB/s = {_pct(pct)} of the link peak"
-        ),
-        threshold=f"median busbw < {_pct(BUSBW_LINK_PCT)} of the link peak for ≥ 256 MiB messages",
-        suggestion=(
-            "check the topology NCCL uses (NCCL_DEBUG=INFO), NCCL_ALGO/NCCL_PROTO, and whether "
-            "the collective shares the links with other traffic; compare with nccl-tests"
-        ),
-        value=pct,
-        limit=BUSBW_LINK_PCT,
-        impact=time / dur if dur > 0 else 0.0,
+def _low_busbw(f: rules.LowBusbw) -> Finding:
+    return _text(
+        f,
+        "Large collectives run well below the link bandwidth",
+        f"{f.collective} ≥ 256 MiB on rank {f.rank}: median bus bandwidth "
+        f"{float(f.busbw_gbps or 0):.1f} GB/s = {_pct(f.value)} of the link peak",
+        f"median busbw < {_pct(f.limit)} of the link peak for ≥ 256 MiB messages",
+        "check the topology NCCL uses (NCCL_DEBUG=INFO), NCCL_ALGO/NCCL_PROTO, and whether "
+        "the collective shares the links with other traffic; compare with nccl-tests",
     )
 
 
-def throttling(summary: Mapping[str, Any]) -> Finding | None:
-    worst: tuple[float, str, int, set[str]] | None = None
-    for h in (summary.get("run") or {}).get("nvml") or []:
-        span = int(h.get("duration_ns") or 0)
-        if span <= 0:
-            continue
-        per_dev: dict[int, tuple[int, set[str]]] = {}
-        for b in h.get("throttle") or []:
-            t, rs = per_dev.get(int(b["device"]), (0, set()))
-            per_dev[int(b["device"])] = (
-                t + int(b["end_ns"]) - int(b["start_ns"]),
-                rs | set(b["reasons"]),
-            )
-        for dev, (t, rs) in per_dev.items():
-            if worst is None or t / span > worst[0]:
-                worst = (t / span, str(h.get("host")), dev, rs)
-    if worst is None or worst[0] <= THROTTLE_SHARE:
-        return None
-    share, host, dev, reasons = worst
-    return Finding(
-        id="throttling",
-        title="A GPU's clocks were throttled",
-        evidence=(
-            f"GPU {dev} of {host} was throttled {_pct(100 * share)} of the sampled time "
-            f"(reasons: {', '.join(sorted(reasons))})"
-        ),
-        threshold=f"throttled > {_pct(100 * THROTTLE_SHARE)} of the sampled time",
-        suggestion=(
-            "check cooling and power limits (nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE); a "
-            "throttled GPU slows every rank that waits for it"
-        ),
-        value=100 * share,
-        limit=100 * THROTTLE_SHARE,
-        impact=share,
+def _throttling(f: rules.Throttling) -> Finding:
+    return _text(
+        f,
+        "A GPU's clocks were throttled",
+        f"GPU {f.device} of {f.host} was throttled {_pct(f.value)} of the sampled time "
+        f"(reasons: {', '.join(f.reasons)})",
+        f"throttled > {_pct(f.limit)} of the sampled time",
+        "check cooling and power limits (nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE); a "
+        "throttled GPU slows every rank that waits for it",
     )
 
 
-def low_roofline(summary: Mapping[str, Any]) -> Finding | None:
-    worst: tuple[float, int, Mapping[str, Any], float] | None = None
-    for r in ranks(summary):
-        ops = (r.get("roofline") or {}).get("ops") or {}
-        modelled = num(ops.get("modelled_gpu_time_share")) or 0.0
-        for p in ops.get("points") or []:
-            share, pct = num(p.get("time_share")), num(p.get("pct_of_attainable"))
-            if share is None or pct is None or share < ROOFLINE_TIME_SHARE or pct >= ROOFLINE_PCT:
-                continue
-            if worst is None or share * modelled > worst[0]:
-                worst = (share * modelled, int(r["rank"]), p, pct)
-    if worst is None:
-        return None
-    impact, rank, p, pct = worst
-    return Finding(
-        id="low_roofline",
-        title="A hot op reaches a small part of its roofline",
-        evidence=(
-            f"{p.get('key') or p.get('name')} on rank {rank}: {_pct(pct)} of attainable FLOP/s "
-            f"({p.get('bound')}-bound), {_pct(100 * float(p.get('time_share') or 0))} of the "
-            "modelled GPU time"
-        ),
-        threshold=(
-            f"< {_pct(ROOFLINE_PCT)} of attainable and ≥ {_pct(100 * ROOFLINE_TIME_SHARE)} of "
-            "modelled time"
-        ),
-        suggestion=(
-            "use tensor cores (TF32/BF16/FP8), pad shapes to multiples of 16, fuse memory-bound "
-            "neighbours; profile the kernel with Nsight Compute (gpuscope analyze --ncu)"
-        ),
-        value=pct,
-        limit=ROOFLINE_PCT,
-        impact=impact,
+def _low_roofline(f: rules.LowRoofline) -> Finding:
+    p = f.point
+    return _text(
+        f,
+        "A hot op reaches a small part of its roofline",
+        f"{p['key'] or p['name']} on rank {f.rank}: {_pct(f.value)} of attainable FLOP/s "
+        f"({p['bound']}-bound), {_pct(100 * float(p['time_share'] or 0))} of the "
+        "modelled GPU time",
+        f"< {_pct(f.limit)} of attainable and ≥ {_pct(100 * rules.ROOFLINE_TIME_SHARE)} of "
+        "modelled time",
+        "use tensor cores (TF32/BF16/FP8), pad shapes to multiples of 16, fuse memory-bound "
+        "neighbours; profile the kernel with Nsight Compute (gpuscope analyze --ncu)",
     )
 
 
-RULES: tuple[Callable[[Mapping[str, Any]], Finding | None], ...] = (
-    exposed_comm,
-    host_bound,
-    gpu_idle,
-    low_occupancy,
-    skew,
-    low_busbw,
-    throttling,
-    low_roofline,
-)
+_WORDS: dict[type, Callable[[Any], Finding]] = {
+    rules.ExposedComm: _exposed_comm,
+    rules.HostBound: _host_bound,
+    rules.GpuIdle: _gpu_idle,
+    rules.LowOccupancy: _low_occupancy,
+    rules.Skew: _skew,
+    rules.LowBusbw: _low_busbw,
+    rules.Throttling: _throttling,
+    rules.LowRoofline: _low_roofline,
+}
 
 
-def findings(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The findings of every rule, largest ``impact`` first (ties in rule order), at most 5."""
-    found = [f for rule in RULES if (f := rule(summary)) is not None]
-    order = sorted(range(len(found)), key=lambda i: (-found[i].impact, i))
-    return [asdict(found[i]) for i in order[:MAX_FINDINGS]]
+def render(f: rules.Finding) -> Finding:
+    """The text of one finding record."""
+    return _WORDS[type(f)](f)
+
+
+R = TypeVar("R", bound=rules.Finding)
+
+
+def _rule(fn: Callable[[Summary], R | None]) -> Callable[[Summary], Finding | None]:
+    def worded(summary: Summary) -> Finding | None:
+        f = fn(summary)
+        return None if f is None else render(f)
+
+    worded.__name__ = fn.__name__
+    worded.__doc__ = fn.__doc__
+    return worded
+
+
+exposed_comm = _rule(rules.exposed_comm)
+host_bound = _rule(rules.host_bound)
+gpu_idle = _rule(rules.gpu_idle)
+low_occupancy = _rule(rules.low_occupancy)
+skew = _rule(rules.skew)
+low_busbw = _rule(rules.low_busbw)
+throttling = _rule(rules.throttling)
+low_roofline = _rule(rules.low_roofline)
+
+
+def findings(summary: Summary) -> list[dict[str, Any]]:
+    """The findings (:func:`analyzers.findings.findings`: ordered by impact, at most 5), as the
+    report's payload holds them."""
+    return [asdict(render(f)) for f in rules.findings(summary)]

@@ -1,7 +1,7 @@
 """Renderings of a gate result, all from one JSON document (:func:`gate_document`).
 
-* :func:`gate_document`: the verdict as JSON (``gpuscope gate --json``; also the ``gate`` key a
-  summary can carry for the HTML report's PASS/FAIL banner);
+* :func:`gate_document`: the verdict as JSON (``gpuscope gate --json``, :func:`document_json`;
+  also the ``gate`` key a summary can carry for the HTML report's PASS/FAIL banner);
 * :func:`render_table`: a rich table for the terminal;
 * :func:`junit_xml`: JUnit XML, one ``<testcase classname="perf.<benchmark>" name="<series>">``
   per series: ``<failure>`` for a regression, ``<skipped>`` for insufficient data;
@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -23,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from analyzers.gate import GateResult
+from analyzers.gate.verdicts import GateResult
 
 DOCUMENT_SCHEMA = 1
 STATUS_LABEL = {
@@ -136,6 +137,11 @@ def gate_document(
         "notes": list(notes),
         "verdicts": verdicts,
     }
+
+
+def document_json(doc: Mapping[str, Any]) -> str:
+    """The document as the JSON text ``gpuscope gate --json`` writes (one trailing newline)."""
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
 
 
 def headline(doc: Mapping[str, Any]) -> str:

@@ -12,16 +12,11 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.headline import cards
+from analyzers.stats import median
 from reports import html_series
 from reports.findings import findings
-from reports.html_metrics import (
-    Summary,
-    cards,
-    collective_rows,
-    num,
-    observed_quantile,
-    ranks,
-)
+from reports.html_metrics import Summary, collective_rows, num, ranks
 
 TOP_KERNELS = 50
 TOP_OCCUPANCY = 20
@@ -169,7 +164,7 @@ def annotated_ranges(summary: Summary) -> dict[str, Any] | None:
 
 
 def _p50(values: list[float]) -> float | None:
-    return observed_quantile(values, 0.5) if values else None
+    return median(values) if values else None
 
 
 def collectives(summary: Summary) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from reports.html_metrics import Summary, rank_step_rows
+from analyzers.headline import rank_step_rows
+from reports.html_metrics import Summary
 from reports.series_sections import decimate
 
 MAX_BREAKDOWN_STEPS = 50

@@ -15,12 +15,9 @@ run and the runs before it with the same fingerprint, back to the first fingerpr
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections import Counter
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,21 +27,23 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from analyzers.gate_metrics import METRICS, CallStats, MetricValue
+from analyzers.gate.baseline import BaselineRuns, StoredRun, latest_segment
+from analyzers.gate.environment import ENV_FIELDS, Environment
+from analyzers.gate.metrics import METRICS, MetricValue
+from analyzers.gate.statistics import CallStats
 from collectors.errors import InputError, MissingDependencyError, UsageError
 from reports.store_models import Measurement, Run, Sample, Testbed, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzers.gate import GateResult
+    from analyzers.gate.verdicts import GateResult
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 PG_CONNECT_TIMEOUT_S = 10
 _PG_MIGRATION_LOCK = 0x67707363  # "gpsc": pg_advisory_xact_lock key of the migration step
 
-ENV_FIELDS = ("gpu_model", "gpu_count", "nodes", "driver", "cuda", "nccl", "torch")
 HISTORY_COLUMNS = (
     "run_id",
     "name",
@@ -75,106 +74,6 @@ VERDICT_COLUMNS = (
 """Columns of :meth:`Store.verdicts`."""
 
 
-@dataclass(frozen=True)
-class Environment:
-    """The testbed a run was measured on; runs are compared only within one fingerprint."""
-
-    gpu_model: str | None = None
-    gpu_count: int | None = None
-    nodes: int | None = None
-    driver: str | None = None
-    cuda: str | None = None
-    nccl: str | None = None
-    torch: str | None = None
-    gpuscope_version: str | None = None
-    extra: Mapping[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["extra"] = dict(sorted(self.extra.items()))
-        return d
-
-    @property
-    def fingerprint(self) -> str:
-        """SHA-256 (hex) of the canonical JSON of every field."""
-        blob = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def describe(self) -> str:
-        """Short human form: ``8× NVIDIA H100, 1 node(s), driver 550.54``."""
-        parts = [f"{self.gpu_count or '?'}× {self.gpu_model or 'unknown GPU'}"]
-        if self.nodes is not None:
-            parts.append(f"{self.nodes} node(s)")
-        parts += [
-            f"{k} {getattr(self, k)}"
-            for k in ("driver", "cuda", "nccl", "torch")
-            if getattr(self, k) is not None
-        ]
-        parts.append(f"gpuscope {self.gpuscope_version}")
-        parts += [f"{k}={v}" for k, v in sorted(self.extra.items())]
-        return ", ".join(parts)
-
-    def differences(self, other: Environment) -> list[str]:
-        """``field: mine → other`` for each field that differs."""
-        a, b = self.as_dict(), other.as_dict()
-        out = [f"{k}: {a[k]} → {b[k]}" for k in a if k != "extra" and a[k] != b[k]]
-        for k in sorted(set(a["extra"]) | set(b["extra"])):
-            if a["extra"].get(k) != b["extra"].get(k):
-                out.append(f"{k}: {a['extra'].get(k)} → {b['extra'].get(k)}")
-        return out
-
-
-def _int_or_none(x: Any) -> int | None:
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, int):
-        return x
-    if isinstance(x, str) and x.strip().isdigit():
-        return int(x)
-    return None
-
-
-def environment_from_summary(
-    summary: Mapping[str, Any], overrides: Mapping[str, str] | None = None
-) -> Environment:
-    """The environment of a summary: its ``environment`` object where present, else what the
-    summary shows (most common ``ranks[].device.name``, number of ranks, distinct
-    ``ranks[].hostname``, ``tool.version``); *overrides* (``--env KEY=VALUE``) win, and keys
-    that are not fields go to ``extra``.
-
-    Raises:
-        UsageError: a count field (gpu_count, nodes) overridden with a non-integer.
-    """
-    env = summary.get("environment")
-    env = env if isinstance(env, Mapping) else {}
-    ranks = [r for r in summary.get("ranks") or [] if isinstance(r, Mapping)]
-    names = Counter(
-        d["name"]
-        for r in ranks
-        if isinstance(d := r.get("device"), Mapping) and isinstance(d.get("name"), str)
-    )
-    hosts = {r["hostname"] for r in ranks if isinstance(r.get("hostname"), str)}
-    tool = summary.get("tool")
-    values: dict[str, Any] = {
-        "gpu_model": env.get("gpu_model") or (names.most_common(1)[0][0] if names else None),
-        "gpu_count": _int_or_none(env.get("gpu_count")) or (len(ranks) or None),
-        "nodes": _int_or_none(env.get("nodes")) or (len(hosts) or None),
-        **{k: str(env[k]) for k in ("driver", "cuda", "nccl", "torch") if env.get(k) is not None},
-        "gpuscope_version": tool.get("version") if isinstance(tool, Mapping) else None,
-    }
-    extra: dict[str, str] = {}
-    for key, value in (overrides or {}).items():
-        if key in ("gpu_count", "nodes"):
-            if _int_or_none(value) is None:
-                raise UsageError(f"--env {key}={value}: {key} must be an integer")
-            values[key] = int(value)
-        elif key in (*ENV_FIELDS, "gpuscope_version"):
-            values[key] = value
-        else:
-            extra[key] = value
-    return Environment(**values, extra=extra)
-
-
 def _env_of(tb: Testbed) -> Environment:
     return Environment(
         gpu_model=tb.gpu_model,
@@ -189,35 +88,57 @@ def _env_of(tb: Testbed) -> Environment:
     )
 
 
-@dataclass(frozen=True)
-class BaselineRuns:
-    """The runs a candidate is compared with (newest first) and the segment they come from."""
-
-    runs: tuple[dict[str, MetricValue], ...]
-    run_ids: tuple[int, ...]
-    commits: tuple[str | None, ...]
-    segment_env: Environment | None
-    """Environment of the latest segment (None: no run of the benchmark on the branch)."""
-    mismatch: tuple[str, ...] = ()
-    """How the candidate's environment differs from the latest segment's (then ``runs=()``)."""
-
-
 def to_url(spec: str) -> URL:
     """A store spec as a SQLAlchemy URL: URLs as given, anything else an SQLite file path.
 
     Raises:
-        UsageError: a malformed URL.
+        UsageError: a malformed URL, or an in-memory SQLite database (it would keep nothing).
         InputError: an SQLite path whose folder does not exist.
     """
     if "://" in spec:
         try:
-            return make_url(spec)
+            url = make_url(spec)
         except sa_exc.ArgumentError as err:
             raise UsageError(f"--store {spec!r} is not a database URL: {err}") from err
+        if _in_memory(url):
+            raise UsageError(
+                f"--store {url.render_as_string(hide_password=True)}: an in-memory SQLite "
+                "database keeps nothing after the command; give a file (sqlite:///path.db, "
+                "or a path)"
+            )
+        return url
     path = Path(spec).expanduser().resolve()
     if not path.parent.is_dir():
         raise InputError("folder of the SQLite store does not exist", path=path)
     return make_url(f"sqlite:///{path}")
+
+
+def _in_memory(url: URL) -> bool:
+    """An SQLite URL without a file (``sqlite://``, ``:memory:``, ``file::memory:``, or
+    ``mode=memory``)."""
+    if url.get_backend_name() != "sqlite":
+        return False
+    db = url.database or ""
+    return (
+        db in ("", ":memory:")
+        or db.startswith("file::memory:")
+        or (url.query.get("mode") == "memory")
+    )
+
+
+def _engine(url: URL, display: str, **kwargs: Any) -> Engine:
+    """``create_engine``, with a URL option the driver does not understand refused in one line
+    (SQLAlchemy would warn over several lines and ignore it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", sa_exc.SAWarning)
+        engine = create_engine(url, **kwargs)
+    for w in caught:
+        if issubclass(w.category, sa_exc.SAWarning):
+            engine.dispose()
+            why = str(w.message).split(" (Background on this warning", 1)[0].strip()
+            raise UsageError(f"--store {display}: {why}")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return engine
 
 
 def _sqlite_events(engine: Engine) -> None:
@@ -410,7 +331,8 @@ class Store:
 
     def baseline(self, name: str, branch: str, env: Environment, k: int) -> BaselineRuns:
         """The last *k* runs of (name, branch)'s latest segment, newest first; empty with
-        ``mismatch`` when the candidate's *env* is not the latest segment's."""
+        ``mismatch`` when the candidate's *env* is not the latest segment's (the choice is
+        :func:`analyzers.gate.baseline.latest_segment`)."""
         with self._tx() as s:
             q = (
                 select(Run, Testbed)
@@ -419,25 +341,18 @@ class Store:
                 .order_by(Run.recorded_at.desc(), Run.id.desc())
                 .limit(k)
             )
-            rows = [tuple(r) for r in s.execute(q)]
-            if not rows:
-                return BaselineRuns((), (), (), None)
-            latest_tb = rows[0][1]
-            seg_env = _env_of(latest_tb)
-            if latest_tb.fingerprint != env.fingerprint:
-                return BaselineRuns((), (), (), seg_env, tuple(env.differences(seg_env)))
-            seg = []
-            for run, tb in rows:
-                if tb.id != latest_tb.id:
-                    break
-                seg.append(run)
-            ids = [r.id for r in seg]
-            metrics = self._metrics_of(s, ids)
+            newest = [
+                StoredRun(run.id, run.commit_sha, tb.id, tb.fingerprint, _env_of(tb))
+                for run, tb in s.execute(q)
+            ]
+            seg = latest_segment(newest, env)
+            metrics = self._metrics_of(s, seg.run_ids) if seg.run_ids else {}
             return BaselineRuns(
-                runs=tuple(metrics[i] for i in ids),
-                run_ids=tuple(ids),
-                commits=tuple(r.commit_sha for r in seg),
-                segment_env=seg_env,
+                runs=tuple(metrics[i] for i in seg.run_ids),
+                run_ids=seg.run_ids,
+                commits=seg.commits,
+                segment_env=seg.env,
+                mismatch=seg.mismatch,
             )
 
     def _metrics_of(self, s: Session, run_ids: Sequence[int]) -> dict[int, dict[str, MetricValue]]:
@@ -539,7 +454,7 @@ def open_store(spec: str) -> Store:
         kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
         kwargs["pool_pre_ping"] = True
     try:
-        engine = create_engine(url, **kwargs)
+        engine = _engine(url, display, **kwargs)
     except sa_exc.NoSuchModuleError as err:
         raise UsageError(f"--store {display}: unknown database driver: {err}") from err
     except ImportError as err:

@@ -21,6 +21,9 @@ SHARED_DATA = SHARED / "data"
 SAMPLES = REPO / "sample_traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
+pytest_plugins = ("support.stores",)
+"""Shared fixtures of ``tests/support`` (``store_url``), available to every test module."""
+
 
 HTA_TRACES = {
     "trace_filter": "trace_filter/sampled_rank-0.json.gz",

@@ -6,12 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.summaries import summary
 
 from reports import findings as F
-
-
-def summary(*ranks: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"schema_version": 1, "ranks": list(ranks), **top}
 
 
 def steps(duration: int, exposed: int = 0, idle: int = 0, n: int = 2) -> list[dict[str, int]]:

@@ -167,6 +167,18 @@ def hostile_summary() -> dict[str, Any]:
     return build_summary([hostile_trace(0), hostile_trace(1)])
 
 
+def test_the_fixture_summaries_are_valid_summaries(
+    sample_summary: dict[str, Any], hostile_summary: dict[str, Any]
+) -> None:
+    import msgspec
+
+    from collectors.summary.schema import Summary
+
+    for s in (sample_summary, hostile_summary):
+        raw = msgspec.json.encode(s)
+        assert msgspec.json.decode(raw, type=Summary) == msgspec.json.decode(raw)
+
+
 def test_sections_in_order_and_every_figure_once(sample_summary: dict[str, Any]) -> None:
     page = parse(render_report(sample_summary))
     assert [t for t, _ in page.tags].count("html") == 1

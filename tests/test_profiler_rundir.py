@@ -35,8 +35,8 @@ def test_meta_merges_ranks_hosts_and_one_nvml_status_per_node(tmp_path: Path) ->
     assert meta["exit_code"] == 3 and meta["command"] == ["python", "t.py"]
     r0 = meta["ranks"][0]
     assert "step_times_ns" not in r0 and "nvml" not in r0
-    # lower median of 10, 20, 30, 40 is 20
-    assert r0["step_time"] == {"count": 4, "median_ns": 20, "min_ns": 10, "max_ns": 40}
+    # the median of 10, 20, 30, 40 is (20 + 30) / 2 (analyzers/stats.py, the gate's median)
+    assert r0["step_time"] == {"count": 4, "median_ns": 25, "min_ns": 10, "max_ns": 40}
     assert meta["ranks"][3]["step_time"] == {"count": 3, "median_ns": 4, "min_ns": 1, "max_ns": 5}
     assert meta["ranks"][1]["step_time"] is None
     # the driver version comes from the node's NVML sampler

@@ -11,11 +11,13 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from test_gate_metrics import kernel_row, make_summary, sim_summary
+from support.summaries import kernel_row, make_summary, sim_summary
 
-from analyzers.gate import Baseline, GateResult, decide, robust_spread, se_of_median
-from analyzers.gate_metrics import MetricValue, extract_metrics
-from analyzers.gate_rules import GateRules
+from analyzers.gate.baseline import Baseline
+from analyzers.gate.metrics import MetricValue, extract_metrics
+from analyzers.gate.rules import GateRules
+from analyzers.gate.statistics import robust_spread, se_of_median
+from analyzers.gate.verdicts import GateResult, decide
 
 TRIALS = 200
 
@@ -179,7 +181,7 @@ def test_robust_spread_ignores_one_outlier_run() -> None:
 
 
 def test_rules_thresholds_change_the_decision() -> None:
-    from analyzers.gate_rules import parse_rules
+    from analyzers.gate.rules import parse_rules
 
     rng = np.random.default_rng(12)
     cur, base = sim_summary(rng, 1.05), _file(sim_summary(rng))

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from analyzers.gate import Baseline, decide
-from analyzers.gate_metrics import extract_metrics
-from analyzers.gate_rules import parse_rules
+from analyzers.gate.baseline import Baseline
+from analyzers.gate.metrics import extract_metrics
+from analyzers.gate.rules import parse_rules
+from analyzers.gate.verdicts import decide
 
 synthetic = pytest.importorskip("collectors.synthetic")
 STEPS = 31

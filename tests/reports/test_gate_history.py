@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pandas as pd
 
-from reports.history import annotate_history, change_points, render_history
+from analyzers.gate.changepoints import annotate_history, change_points
+from reports.history import render_history
 from reports.store import VERDICT_COLUMNS
 
 EVIL = "</script><script>alert('x')</script>"

@@ -5,30 +5,18 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import require_service
 from rich.console import Console
-from test_gate_metrics import kernel_row, make_summary, sim_summary
+from support.summaries import kernel_row, make_summary, sim_summary
+from support.validators import JUNIT_XSD as XSD
+from support.validators import xmlschema_module as _xmlschema
 
-from analyzers.gate import Baseline, decide
-from analyzers.gate_metrics import MetricValue, extract_metrics
+from analyzers.gate.baseline import Baseline
+from analyzers.gate.metrics import MetricValue, extract_metrics
+from analyzers.gate.verdicts import decide
 from reports import gate_outputs as out
-
-XSD = Path(__file__).with_name("fixtures") / "junit.xsd"
-
-
-def _xmlschema() -> ModuleType:
-    """The ``xmlschema`` validator (test extra): skips locally, fails under CI=true."""
-    try:
-        import xmlschema
-    except ModuleNotFoundError:
-        require_service("xmlschema", False, "pip install xmlschema (in the test extra)")
-    return xmlschema
-
 
 EVIL = 'void gemm<float, 128>(x|y) & "z" [*_`] \x07<script>alert(1)</script>\nnext'
 

@@ -24,17 +24,18 @@ fall back to a default.  Parsing is pure (the CLI reads the file).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from analyzers.gate_metrics import METRICS, Compare, Direction
+from analyzers.gate.metrics import METRICS, Compare, Direction
 from collectors.errors import InputError, MissingDependencyError, UsageError
 
 
 @dataclass(frozen=True)
 class MetricRule:
-    """Thresholds of one metric (units as in :class:`analyzers.gate_metrics.MetricSpec`)."""
+    """Thresholds of one metric (units as in :class:`analyzers.gate.metrics.MetricSpec`)."""
 
     direction: Direction
     compare: Compare
@@ -170,11 +171,11 @@ def parse_rules(text: str, source: str = "rules") -> GateRules:
         InputError: the text is not valid TOML (names *source*).
         UsageError: see :func:`rules_from_mapping`.
     """
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    else:  # pragma: no cover - Python 3.10 (pyproject declares tomli there)
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError as err:
             raise MissingDependencyError("reading TOML on Python 3.10 needs 'tomli'") from err
     try:

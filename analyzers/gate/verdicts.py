@@ -6,50 +6,32 @@ For each series, with ``s = +1`` when lower is better and ``-1`` when higher is 
   (store: the last K runs of the latest environment segment);
 * **change** ``Δ = s·(x − c)`` in the metric's unit (positive = worse) and **effect**
   ``100·Δ/|c|`` % (relative metrics) or ``Δ`` points (absolute metrics);
-* **spread** (baseline noise): ``1.4826·MAD`` of the baseline runs' values (store), or for one
-  baseline summary the standard error of its median, ``√(π/2)·1.4826·MAD(samples)/√n``
-  (per-step samples), or ``std/√n`` (per-call kernel statistics);
-* **evidence**, one-sided in the direction of the change, the first that applies:
-  Mann–Whitney U on the per-step samples (both sides ≥ ``min_samples``), Welch's t-test from
-  per-call (n, mean, std), or — store baselines of ≥ ``min_runs`` runs — the prediction
-  t-test ``t = s·(x − mean) / (sd·√(1 + 1/K))`` with K − 1 degrees of freedom.  None
-  applies, or a store baseline has fewer than ``min_runs`` runs → ``insufficient``.
+* **spread** and **evidence**: :mod:`analyzers.gate.statistics`.  No test applies, or a store
+  baseline has fewer than ``min_runs`` runs → ``insufficient``.
 
 Outcome: **fail** when effect ≥ fail threshold, ``Δ > noise_k·spread``, ``Δ > floor`` and
 ``p < α``; else **warn** when effect ≥ warn threshold; **improved** when effect ≤ −warn,
-``−Δ > noise_k·spread`` and ``p < α``; else **pass**.
+``−Δ > noise_k·spread`` and ``p < α``; else **pass**.  Without any baseline run (a store
+candidate in another environment), every verdict says so (:func:`evaluate`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from statistics import NormalDist
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-import numpy as np
-
-from analyzers.gate_metrics import METRICS, CallStats, MetricValue, metric_of
-from analyzers.gate_rules import GateRules, MetricRule
+from analyzers.gate.baseline import Baseline, BaselinePlan
+from analyzers.gate.metrics import METRICS, MetricValue, metric_of
+from analyzers.gate.rules import GateRules, MetricRule
+from analyzers.gate.statistics import Test, evidence, spread
+from analyzers.stats import median
 
 Status = Literal["pass", "improved", "warn", "fail", "insufficient"]
 Overall = Literal["pass", "warn", "fail", "insufficient"]
-Test = Literal["mann-whitney", "welch", "prediction-t"]
 
-SE_MEDIAN_FACTOR = math.sqrt(math.pi / 2.0)
-"""Asymptotic standard error of a normal sample's median relative to σ/√n (≈ 1.2533)."""
-MAD_TO_SIGMA = 1.0 / NormalDist().inv_cdf(0.75)
-"""1 / Φ⁻¹(3/4) ≈ 1.4826: scales a MAD to σ for normal data (scipy's ``scale='normal'``)."""
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """What the candidate is compared with; ``runs`` newest first."""
-
-    kind: Literal["file", "store"]
-    runs: tuple[Mapping[str, MetricValue], ...]
-    run_ids: tuple[int, ...] = ()
+NO_BASELINE_RUN = "no baseline run in the candidate's environment"
 
 
 @dataclass(frozen=True)
@@ -113,100 +95,6 @@ class GateResult:
         return 0
 
 
-def robust_spread(values: Sequence[float]) -> float:
-    """``1.4826 × MAD`` (median absolute deviation from the median, normal-consistent)."""
-    if len(values) < 2:
-        return 0.0
-    x = np.asarray(values, dtype=np.float64)
-    return float(MAD_TO_SIGMA * np.median(np.abs(x - np.median(x))))
-
-
-def se_of_median(samples: Sequence[float]) -> float:
-    """Standard error of the median of *samples*: ``√(π/2)·1.4826·MAD/√n``."""
-    if len(samples) < 2:
-        return 0.0
-    return SE_MEDIAN_FACTOR * robust_spread(samples) / math.sqrt(len(samples))
-
-
-def _pool(parts: Sequence[CallStats]) -> CallStats:
-    n = sum(p.n for p in parts)
-    mean = sum(p.n * p.mean for p in parts) / n
-    ss = sum((p.n - 1) * p.std**2 + p.n * (p.mean - mean) ** 2 for p in parts)
-    return CallStats(n=n, mean=mean, std=math.sqrt(ss / (n - 1)) if n > 1 else 0.0)
-
-
-def _alternative(lower_is_better: bool, test_worse: bool) -> Literal["greater", "less"]:
-    """scipy's alternative for 'the candidate is worse' (or better) than the baseline."""
-    return "greater" if lower_is_better == test_worse else "less"
-
-
-def _evidence(
-    cur: MetricValue,
-    base: Sequence[MetricValue],
-    baseline: Baseline,
-    rules: GateRules,
-    lower_is_better: bool,
-    test_worse: bool,
-    delta: float,
-) -> tuple[float, Test, int, int] | str:
-    """(p, test, n_current, n_baseline) of the first applicable test, or why none applies."""
-    from scipy import stats  # imported here: it costs seconds, and only the gate needs it
-
-    alt = _alternative(lower_is_better, test_worse)
-    pooled = [s for b in base for s in b.samples]
-    if len(cur.samples) >= rules.min_samples and len(pooled) >= rules.min_samples:
-        res = stats.mannwhitneyu(cur.samples, pooled, alternative=alt)
-        return float(res.pvalue), "mann-whitney", len(cur.samples), len(pooled)
-    base_stats = [b.stats for b in base if b.stats is not None]
-    if (
-        cur.stats is not None
-        and base_stats
-        and cur.stats.n >= rules.min_samples
-        and (bs := _pool(base_stats)).n >= rules.min_samples
-        and (cur.stats.std > 0 or bs.std > 0)
-    ):
-        res = stats.ttest_ind_from_stats(
-            cur.stats.mean,
-            cur.stats.std,
-            cur.stats.n,
-            bs.mean,
-            bs.std,
-            bs.n,
-            equal_var=False,
-            alternative=alt,
-        )
-        return float(res.pvalue), "welch", cur.stats.n, bs.n
-    if baseline.kind == "store" and len(base) >= rules.min_runs:
-        vals = np.array([b.value for b in base], float)
-        k = len(vals)
-        sd = float(np.std(vals, ddof=1))
-        worse = (1.0 if lower_is_better else -1.0) * (cur.value - float(np.mean(vals)))
-        d = worse if test_worse else -worse
-        if sd == 0.0:
-            p = 0.0 if d > 0 else 1.0
-        else:
-            p = float(stats.t.sf(d / (sd * math.sqrt(1.0 + 1.0 / k)), df=k - 1))
-        return p, "prediction-t", 1, k
-    if baseline.kind == "store":
-        return f"{len(base)} baseline run(s) < min_runs {rules.min_runs}"
-    n_cur = len(cur.samples) if cur.samples else (cur.stats.n if cur.stats else 0)
-    n_base = len(pooled) if pooled else sum(s.n for s in base_stats)
-    if n_cur or n_base:
-        return f"{n_cur} vs {n_base} samples (< min_samples {rules.min_samples} on a side)"
-    return "no per-step samples; needs a store baseline of ≥ min_runs runs"
-
-
-def _spread(base: Sequence[MetricValue], baseline: Baseline) -> float:
-    if baseline.kind == "store" or len(base) > 1:
-        return robust_spread([b.value for b in base])
-    only = base[0]
-    if only.samples:
-        return se_of_median(only.samples)
-    if only.stats is not None and only.stats.n > 0:
-        return only.stats.std / math.sqrt(only.stats.n)
-    return 0.0
-
-
 def _insufficient(
     key: str, rule: MetricRule, cur: MetricValue | None, base: Sequence[MetricValue], why: str
 ) -> MetricVerdict:
@@ -219,7 +107,7 @@ def _insufficient(
         compare=rule.compare,
         status="insufficient",
         current=cur.value if cur else None,
-        baseline=float(np.median([b.value for b in base])) if base else None,
+        baseline=median([b.value for b in base]) if base else None,
         delta=None,
         effect=None,
         spread=None,
@@ -249,7 +137,7 @@ def judge(
         return _insufficient(key, rule, cur, base, "absent from the baseline")
     lower = rule.direction == "lower"
     sign = 1.0 if lower else -1.0
-    centre = float(np.median([b.value for b in base]))
+    centre = median([b.value for b in base])
     delta = sign * (cur.value - centre)
     if rule.compare == "absolute":
         effect = delta
@@ -257,9 +145,9 @@ def judge(
         effect = 100.0 * delta / abs(centre)
     else:
         effect = 0.0 if delta == 0.0 else math.copysign(math.inf, delta)
-    spread = _spread(base, baseline)
-    ev = _evidence(cur, base, baseline, rules, lower, delta >= 0.0, delta)
-    common = dict(
+    noise_scale = spread(base, baseline)
+    ev = evidence(cur, base, baseline, rules, lower, delta >= 0.0)
+    common: dict[str, Any] = dict(
         key=key,
         metric=metric_of(key),
         unit=METRICS[metric_of(key)].unit,
@@ -269,7 +157,7 @@ def judge(
         baseline=centre,
         delta=delta,
         effect=effect,
-        spread=spread,
+        spread=noise_scale,
         baseline_runs=len(base),
         fail_threshold=rule.fail,
         warn_threshold=rule.warn,
@@ -285,7 +173,7 @@ def judge(
             **common,
         )
     p, test, n_cur, n_base = ev
-    noise = rules.noise_k * spread
+    noise = rules.noise_k * noise_scale
     significant = p < rules.alpha
     status: Status
     if effect >= rule.fail and delta > noise and delta > rule.floor and significant:
@@ -342,7 +230,7 @@ def decide(
     """Judge every gated series of *current* against *baseline*.
 
     Args:
-        current: the candidate's metrics (:func:`analyzers.gate_metrics.extract_metrics`).
+        current: the candidate's metrics (:func:`analyzers.gate.metrics.extract_metrics`).
         baseline: one baseline summary's metrics (``kind="file"``) or the store's last runs.
         rules: thresholds and statistical settings (defaults: :class:`GateRules`).
     """
@@ -358,3 +246,17 @@ def decide(
         alpha=rules.alpha,
         noise_k=rules.noise_k,
     )
+
+
+def without_baseline(result: GateResult, why: str = NO_BASELINE_RUN) -> GateResult:
+    """*result* with every verdict's reason replaced by *why* (no baseline run to compare)."""
+    return replace(result, verdicts=tuple(replace(v, reason=why) for v in result.verdicts))
+
+
+def evaluate(
+    current: Mapping[str, MetricValue], plan: BaselinePlan, rules: GateRules | None = None
+) -> GateResult:
+    """The gate's decision for a candidate against a chosen baseline: :func:`decide`, and,
+    when the plan has no baseline run, every verdict saying why."""
+    result = decide(current, plan.baseline, rules)
+    return result if plan.baseline.runs else without_baseline(result)

@@ -8,15 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import gpuscope
-from test_gate_metrics import make_summary, sim_summary
-from test_gate_outputs import _xmlschema
-from test_store_backends import store_url  # noqa: F401  (fixture)
+from support.summaries import make_summary, sim_summary
+from support.validators import JUNIT_XSD as XSD
+from support.validators import xmlschema_module as _xmlschema
 
 from cli.main import main
 from reports.store import open_store
 
-REPO = Path(__file__).resolve().parents[1]
-XSD = Path(__file__).with_name("fixtures") / "junit.xsd"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _write(path: Path, summary: dict) -> str:
@@ -172,14 +171,14 @@ def test_failed_record_leaves_the_store_untouched(
 
 
 def test_record_gate_and_history_against_a_store(
-    store_url: str,  # noqa: F811
+    store_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     rng = np.random.default_rng(7)
     for i in range(6):
         s = sim_summary(rng)
-        s["ranks"][0]["overlap"] = {"overlap_pct": 60.0 + 0.2 * i}
+        s["ranks"][0]["overlap"]["overlap_pct"] = 60.0 + 0.2 * i
         path = _write(tmp_path / f"main{i}.json", s)
         code, out, _ = _run(
             capsys,
@@ -198,9 +197,9 @@ def test_record_gate_and_history_against_a_store(
         )
         assert code == 0 and f"Recorded run {i + 1} of llama" in out
     slow = sim_summary(rng, 1.06)
-    slow["ranks"][0]["overlap"] = {"overlap_pct": 40.0}
+    slow["ranks"][0]["overlap"]["overlap_pct"] = 40.0
     ok = sim_summary(rng)
-    ok["ranks"][0]["overlap"] = {"overlap_pct": 60.5}
+    ok["ranks"][0]["overlap"]["overlap_pct"] = 60.5
     slow_p, ok_p = _write(tmp_path / "slow.json", slow), _write(tmp_path / "ok.json", ok)
     common = ["--store", store_url, "--branch", "main", "--env", "driver=550.54"]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from test_store_backends import store_url  # noqa: F401  (fixture)
 
 from reports.store import open_store
 
@@ -23,16 +22,18 @@ WORKER = r"""
 import sys, time
 from pathlib import Path
 import numpy as np
-from analyzers.gate_metrics import extract_metrics
-from reports.store import Environment, open_store
+from analyzers.gate.environment import Environment
+from analyzers.gate.metrics import MetricValue
+from analyzers.stats import median
+from reports.store import open_store
 
 url, worker, runs, gate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 rng = np.random.default_rng(worker)
 summaries = []
 for j in range(runs):
-    steps = [{"step": i, "duration_ns": int(x)} for i, x in enumerate(rng.normal(1e8, 2e6, 30))]
-    summaries.append(extract_metrics({"schema_version": 1, "ranks": [{"rank": 0,
-                                       "steps": steps}]}))
+    steps = tuple(float(int(x)) for x in rng.normal(1e8, 2e6, 30))
+    m = MetricValue("step_time_ns", "step_time_ns", median(steps), steps)
+    summaries.append({m.key: m})
 env = Environment(gpu_model="H100", gpu_count=8, extra={"worker": str(worker % 2)})
 (gate.parent / f"ready-{worker}").touch()
 while not gate.exists():
@@ -44,9 +45,9 @@ with open_store(url) as st:
 
 
 @pytest.mark.slow
-def test_eight_concurrent_writers_lose_no_run(store_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_eight_concurrent_writers_lose_no_run(store_url: str, tmp_path: Path) -> None:
     gate = tmp_path / "go"
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, store_url, str(w), str(RUNS_PER_WORKER), str(gate)],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.gate_metrics import METRICS
-from analyzers.gate_rules import GateRules, parse_rules
+from analyzers.gate.metrics import METRICS
+from analyzers.gate.rules import GateRules, parse_rules
 from collectors.errors import InputError, UsageError
 
 

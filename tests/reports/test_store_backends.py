@@ -1,29 +1,23 @@
-"""The run-history store on SQLite and on a real PostgreSQL server.
-
-PostgreSQL: ``GPUSCOPE_TEST_PG_URL`` (``.ci/run`` exports it); each test gets a fresh schema.
-Without a server the PostgreSQL cases skip locally and fail under ``CI=true``.
+"""The run-history store on SQLite and on a real PostgreSQL server (``support.stores``:
+each test gets a fresh store; PostgreSQL skips locally without a server, fails under CI=true).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from conftest import require_service
-from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import make_url
-from test_gate_metrics import kernel_row, make_summary
+from sqlalchemy import event, text
+from support.summaries import kernel_row, make_summary
 
-from analyzers.gate import Baseline, decide
-from analyzers.gate_metrics import extract_metrics
+from analyzers.gate.baseline import Baseline
+from analyzers.gate.environment import Environment
+from analyzers.gate.metrics import extract_metrics
+from analyzers.gate.verdicts import decide
 from collectors.errors import InputError, UsageError
-from reports.store import Environment, environment_from_summary, open_store
+from reports.store import open_store
 
-PG_URL = os.environ.get("GPUSCOPE_TEST_PG_URL")
 ENV_A = Environment(
     gpu_model="NVIDIA H100 80GB HBM3",
     gpu_count=8,
@@ -35,46 +29,6 @@ ENV_A = Environment(
     gpuscope_version="0.1.0",
 )
 ENV_B = Environment(**{**ENV_A.as_dict(), "driver": "555.42", "extra": {}})
-
-
-def _pg_problem() -> str | None:
-    if not PG_URL:
-        return "GPUSCOPE_TEST_PG_URL is not set (.ci/run starts a server and sets it)"
-    try:
-        eng = create_engine(PG_URL, connect_args={"connect_timeout": 5})
-        with eng.connect() as c:
-            c.execute(text("select 1"))
-        eng.dispose()
-    except Exception as err:  # any failure to connect means: no server for these tests
-        return f"cannot connect to GPUSCOPE_TEST_PG_URL: {type(err).__name__}"
-    return None
-
-
-def pg_schema_url() -> Iterator[str]:
-    """A URL whose search_path is a fresh, empty schema (dropped afterwards)."""
-    problem = _pg_problem()
-    require_service("postgresql", problem is None, problem or "")
-    assert PG_URL is not None
-    schema = f"gs_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as c:
-        c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """A fresh store location on each backend (SQLite: a file path, as users pass it)."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "history.db")
-    else:
-        yield from pg_schema_url()
 
 
 def _metrics(seed: int = 0, scale: float = 1.0) -> dict:
@@ -215,29 +169,6 @@ def test_history_and_verdicts_read_back(store_url: str) -> None:
     assert steps["value"].tolist() == [_metrics(i)["step_time_ns"].value for i in range(6)]
     assert (verdicts["commit_sha"] == "pr1").all()
     assert dict(zip(verdicts["key"], verdicts["status"], strict=True))["step_time_ns"] == "fail"
-
-
-def test_environment_from_summary_and_overrides() -> None:
-    s = make_summary([[1], [1]], device="NVIDIA H200")
-    s["ranks"][0]["hostname"], s["ranks"][1]["hostname"] = "n1", "n2"
-    env = environment_from_summary(s)
-    assert (env.gpu_model, env.gpu_count, env.nodes, env.gpuscope_version) == (
-        "NVIDIA H200",
-        2,
-        2,
-        "0.1.0",
-    )
-    s["environment"] = {"driver": "550.54", "cuda": "12.4", "gpu_count": 16, "nodes": 2}
-    env2 = environment_from_summary(s, {"NCCL_ALGO": "Ring", "torch": "2.13.0"})
-    assert (env2.driver, env2.cuda, env2.gpu_count, env2.torch) == ("550.54", "12.4", 16, "2.13.0")
-    assert env2.extra == {"NCCL_ALGO": "Ring"}
-    assert env2.fingerprint != env.fingerprint
-    assert (
-        env2.fingerprint
-        == environment_from_summary(s, {"torch": "2.13.0", "NCCL_ALGO": "Ring"}).fingerprint
-    )
-    with pytest.raises(UsageError, match="gpu_count must be an integer"):
-        environment_from_summary(s, {"gpu_count": "eight"})
 
 
 def test_unreachable_server_is_an_input_error_without_the_password() -> None:
