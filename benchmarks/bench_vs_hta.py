@@ -62,7 +62,7 @@ import json, os, sys
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader, loaded before the clock (as HTA's)
 from collectors.load import load_traces
-from reports import core_sections as cs
+from reports.summary.sections import core as cs
 from reports.summary import write_summary
 trace, out = sys.argv[1], sys.argv[2]
 os.environ["GPUSCOPE_READ_STATS"] = "1"  # a two-process read reports its helper's memory

@@ -88,8 +88,8 @@ def run_analyze(
 
     from analyzers.options import AnalysisOptions
     from reports.console import print_summary
-    from reports.parallel import analyze_paths, progress_bar
     from reports.summary import write_summary
+    from reports.summary.engine import analyze_paths, progress_bar
 
     extras: dict[str, Any] = {}
     if ncu is not None:

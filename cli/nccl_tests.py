@@ -45,7 +45,7 @@ def run_nccl_tests(
     from rich.text import Text
 
     from collectors.nccl_tests import peak_table, read_nccl_tests
-    from reports.comm_sections import nccl_tests_json
+    from reports.summary.sections.comm import nccl_tests_json
 
     if nranks is not None and nranks < 1:
         raise UsageError("--nranks must be ≥ 1")

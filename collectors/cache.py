@@ -8,7 +8,7 @@ Where: ``$GPUSCOPE_CACHE_DIR``, else ``~/.cache/gpuscope``.  Layout::
 
     ROOT/traces/<key[:2]>/<key>/manifest.json   versions, checksums, per trace: meta, tables
     ROOT/traces/<key[:2]>/<key>/<n>.arrow       one Arrow IPC file per (trace, table)
-    ROOT/results/<key[:2]>/<key>/...            per-rank summaries (reports.parallel), alike
+    ROOT/results/<key[:2]>/<key>/...            per-rank summaries (reports.summary.engine), alike
     ROOT/stat/<hash of the absolute path>.json  path → (size, mtime, ctime, inode) → digest
 
 **Key** of an entry: a hash of the cache format, :data:`collectors.model.MODEL_VERSION`,
@@ -568,7 +568,7 @@ class TraceCache:
     """The cache under :func:`cache_dir` (see the module docstring).
 
     ``traces`` holds parsed Traces; ``results`` holds what callers derive from them (the
-    per-rank summaries of :mod:`reports.parallel`), keyed and versioned by those callers
+    per-rank summaries of :mod:`reports.summary.engine`), keyed and versioned by those callers
     (*result_versions* tells ``info``/``clear`` which results entries are current).
     """
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from reports.html_metrics import Summary, rank_step_rows
-from reports.series_sections import decimate
+from reports.summary.sections.series import decimate
 
 MAX_BREAKDOWN_STEPS = 50
 MAX_BREAKDOWN_RANKS = 16

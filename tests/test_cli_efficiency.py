@@ -13,8 +13,8 @@ from analyzers.options import AnalysisOptions
 from cli.main import main
 from collectors.model import DeviceInfo, TraceMeta, make_trace
 from collectors.ncu import read_ncu_csv
-from reports.efficiency_sections import occupancy as occupancy_section
-from reports.efficiency_sections import roofline as roofline_section
+from reports.summary.sections.efficiency import occupancy as occupancy_section
+from reports.summary.sections.efficiency import roofline as roofline_section
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -217,8 +217,8 @@ def test_sections_are_absent_for_a_trace_without_kernels() -> None:
 
 
 def test_summary_registry_lists_the_two_sections() -> None:
-    from reports.summary import RANK_SECTIONS
+    from reports.summary.assemble import RANK_SECTIONS
 
     specs = dict(RANK_SECTIONS)
-    assert specs["occupancy"] == "reports.efficiency_sections:occupancy"
-    assert specs["roofline"] == "reports.efficiency_sections:roofline"
+    assert specs["occupancy"] == "reports.summary.sections.efficiency:occupancy"
+    assert specs["roofline"] == "reports.summary.sections.efficiency:roofline"

@@ -16,7 +16,7 @@ from analyzers.options import AnalysisOptions
 from collectors.model import TraceMeta, make_trace
 from collectors.nvml import CSV_HEADER, read_counters
 from reports.html_series import counters
-from reports.series_sections import MAX_POINTS, decimate, run
+from reports.summary.sections.series import MAX_POINTS, decimate, run
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000

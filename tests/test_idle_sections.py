@@ -17,8 +17,8 @@ from rich.console import Console
 from analyzers.options import AnalysisOptions
 from collectors.model import TraceMeta, make_trace
 from reports.summary import build_summary
+from reports.summary.sections.wait import idle, launch, memory
 from reports.wait_console import print_wait_sections
-from reports.wait_sections import idle, launch, memory
 
 US = 1000
 

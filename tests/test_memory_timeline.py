@@ -30,7 +30,7 @@ from analyzers.memory import (
 )
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace, TraceMeta, make_trace
-from reports.wait_sections import memory as memory_section
+from reports.summary.sections.wait import memory as memory_section
 
 US = 1000
 SAMPLES = [  # device, ts, allocated, reserved

@@ -17,9 +17,10 @@ from collectors.errors import InputError, UsageError
 from collectors.kineto_parallel import usable_cpus
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
-from reports import parallel
-from reports.parallel import RUN_REDUCERS, Unit, analyze_paths, pool_size
-from reports.summary import RUN_SECTIONS, build_summary
+from reports.summary import build_summary
+from reports.summary import engine as parallel
+from reports.summary.assemble import RUN_SECTIONS
+from reports.summary.engine import RUN_REDUCERS, Unit, analyze_paths, pool_size
 
 RANKS = 8
 
@@ -203,7 +204,7 @@ def test_nsys_exports_are_read_as_one_run_like_the_sequential_path(tmp_path: Pat
 def test_every_run_section_has_a_per_rank_reducer() -> None:
     missing = [key for key, _ in RUN_SECTIONS if key not in RUN_REDUCERS]
     assert not missing, (
-        f"run sections {missing} have no reducer in reports.parallel.RUN_REDUCERS: "
+        f"run sections {missing} have no reducer in reports.summary.engine.RUN_REDUCERS: "
         "analyze_paths computes them from whole Traces re-read in one process; add a reducer"
     )
 

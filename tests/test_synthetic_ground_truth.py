@@ -18,7 +18,7 @@ from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from collectors.model import Trace
 from collectors.synthetic import read_ground_truth, write_samples
-from reports import core_sections
+from reports.summary.sections import core as core_sections
 
 WINDOWS = {"default": AnalysisOptions(), "all_events": AnalysisOptions(all_events=True)}
 

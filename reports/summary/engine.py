@@ -293,7 +293,7 @@ def _resolve(spec: str) -> SectionFn:
 
 def rank_entry(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
     """The rank's object of ``summary["ranks"]`` (as :func:`reports.summary.build_summary`)."""
-    from reports.summary import RANK_SECTIONS
+    from reports.summary.assemble import RANK_SECTIONS
 
     entry: dict[str, Any] = {"rank": trace.rank}
     for key, spec in RANK_SECTIONS:
@@ -305,7 +305,7 @@ def rank_entry(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
 
 def rank_digest(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> RankDigest:
     """The rank's inputs of every run section that has a reducer."""
-    from reports.summary import RUN_SECTIONS
+    from reports.summary.assemble import RUN_SECTIONS
 
     inputs = {}
     for key, spec in RUN_SECTIONS:
@@ -757,7 +757,7 @@ def analyze_paths(
         UsageError: bad *scheduler*/*workers*, or the Dask scheduler cannot be reached.
     """
     from collectors.cache import cache_dir as default_cache_dir
-    from reports.summary import RUN_SECTIONS, SCHEMA_VERSION, tool_version
+    from reports.summary.assemble import RUN_SECTIONS, SCHEMA_VERSION, tool_version
 
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
@@ -833,7 +833,7 @@ def analyze_paths(
             if whole is None:
                 whole = _reload(units, keep, cache_root)
                 notes.append(
-                    f"run section {key!r} has no reducer in reports.parallel.RUN_REDUCERS: "
+                    f"run section {key!r} has no reducer in reports.summary.engine.RUN_REDUCERS: "
                     "computed from every Trace re-read in this process"
                 )
             value = fn(whole, options, extras)

@@ -26,26 +26,26 @@ from collectors.model import Trace
 SCHEMA_VERSION = 1
 
 RANK_SECTIONS: list[tuple[str, str]] = [
-    ("device", "reports.core_sections:device"),
-    ("notes", "reports.core_sections:notes"),
-    ("window", "reports.core_sections:window"),
-    ("kernel_summary", "reports.core_sections:kernel_summary"),
-    ("temporal", "reports.core_sections:temporal"),
-    ("overlap", "reports.core_sections:overlap"),
-    ("steps", "reports.core_sections:steps"),
-    ("occupancy", "reports.efficiency_sections:occupancy"),
-    ("roofline", "reports.efficiency_sections:roofline"),
-    ("idle", "reports.wait_sections:idle"),
-    ("launch", "reports.wait_sections:launch"),
-    ("memory", "reports.wait_sections:memory"),
-    ("collectives", "reports.comm_sections:collectives"),
-    ("comm", "reports.comm_sections:comm"),
+    ("device", "reports.summary.sections.core:device"),
+    ("notes", "reports.summary.sections.core:notes"),
+    ("window", "reports.summary.sections.core:window"),
+    ("kernel_summary", "reports.summary.sections.core:kernel_summary"),
+    ("temporal", "reports.summary.sections.core:temporal"),
+    ("overlap", "reports.summary.sections.core:overlap"),
+    ("steps", "reports.summary.sections.core:steps"),
+    ("occupancy", "reports.summary.sections.efficiency:occupancy"),
+    ("roofline", "reports.summary.sections.efficiency:roofline"),
+    ("idle", "reports.summary.sections.wait:idle"),
+    ("launch", "reports.summary.sections.wait:launch"),
+    ("memory", "reports.summary.sections.wait:memory"),
+    ("collectives", "reports.summary.sections.comm:collectives"),
+    ("comm", "reports.summary.sections.comm:comm"),
 ]
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 
 RUN_SECTIONS: list[tuple[str, str]] = [
-    ("comm_skew", "reports.comm_sections:comm_skew"),
-    ("run", "reports.series_sections:run"),
+    ("comm_skew", "reports.summary.sections.comm:comm_skew"),
+    ("run", "reports.summary.sections.series:run"),
 ]
 """Top-level keys computed across ranks (skew, stragglers, ...)."""
 

@@ -1,4 +1,5 @@
-"""The foundation's per-rank sections of the JSON summary (registered in reports/summary.py).
+"""The foundation's per-rank sections of the JSON summary (registered in
+:mod:`reports.summary.registry`).
 
 Each function is ``fn(trace, options, extras)`` and returns exactly the keys of schema_version 1
 (docs/metrics.md defines every number).  Times are integer nanoseconds (``*_ns``); the kernel

@@ -1,4 +1,5 @@
-"""Per-rank JSON sections ``idle``, ``launch`` and ``memory`` (registered in reports/summary.py).
+"""Per-rank JSON sections ``idle``, ``launch`` and ``memory`` (registered in
+:mod:`reports.summary.registry`).
 
 Each function is ``fn(trace, options, extras)`` and returns a JSON-ready dict; every key is
 defined in ``docs/idle-and-launch.md``.  Conventions: keys ending ``_ns`` are exact integer

@@ -1,10 +1,10 @@
 """Run-level JSON section ``run``: where the traces came from, their annotated ranges (NVTX,
 user), and the NVML counters over time.
 
-Registered in ``reports.summary.RUN_SECTIONS`` as ``("run", "reports.series_sections:run")``;
-every key is defined in ``docs/report.md`` §2.  The HTML report reads it for its header and
-its counter timeline; nothing else in the summary carries the source metadata or the NVML
-samples (which live beside the traces, ``extras["nvml"]`` = ``{host: counters table}``).
+Registered in ``reports.summary.RUN_SECTIONS`` as ``run``; every key is defined in
+``docs/report.md`` §2.  The HTML report reads it for its header and its counter timeline;
+nothing else in the summary carries the source metadata or the NVML samples (which live beside
+the traces, ``extras["nvml"]`` = ``{host: counters table}``).
 
 Counter series are decimated for plotting (min-max buckets, at most :data:`MAX_POINTS` points
 per series; the full samples stay in ``RUN/counters/<host>.csv.gz``).  Times are integer ns
