@@ -215,13 +215,16 @@ def _skew_extract(
 
 def _skew_standin(digest: RankDigest, table: Any) -> Trace:
     """A Trace whose window collectives under ``all_events`` are exactly *table*: one
-    stream-0 ``gpu`` row per collective, ``gpu_row`` renumbered to it."""
+    stream-0 ``gpu`` row per collective, ``gpu_row`` renumbered to it (and the analyzer memo
+    of its collectives table seeded with *table*)."""
+    from analyzers.collectives import collectives_table
+
     t = _bare_trace(digest)
     n = len(table)
     t.gpu = gpu_table({"stream": np.zeros(n, dtype=np.int64)})
     if n:
         table = table.assign(gpu_row=np.arange(n, dtype=np.int64))
-    t.__dict__["collectives"] = table  # the cached_property's slot
+    collectives_table.seed(t, table)
     return t
 
 

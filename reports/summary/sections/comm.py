@@ -53,9 +53,10 @@ def collectives(
     trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
 ) -> list[dict[str, Any]] | None:
     """Per-collective summary rows of the window (None when the rank has no collective)."""
+    from analyzers.collectives import collectives_table
     from analyzers.comm import collective_summary
 
-    if trace.collectives.empty:
+    if collectives_table(trace).empty:
         return None
     return records(collective_summary(trace, options))
 
@@ -64,10 +65,11 @@ def comm(
     trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """Exposed communication by collective type, step and parallelism dimension."""
+    from analyzers.collectives import collectives_table
     from analyzers.comm import exposed_by_collective, window_collectives
     from analyzers.parallelism import comm_by_dimension, trace_process_groups
 
-    table = trace.collectives
+    table = collectives_table(trace)
     ex = exposed_by_collective(trace, options)
     if table.empty and ex.comm_ns == 0:
         return None
