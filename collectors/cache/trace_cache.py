@@ -1,0 +1,240 @@
+"""The cache of parsed traces: each input's Traces as Arrow tables (docs/scale.md §2).
+
+Where: ``$GPUSCOPE_CACHE_DIR``, else ``~/.cache/gpuscope``.  Identities: an entry's key hashes
+the versions (:func:`collectors.cache.hashing.versions`), the reader and, per input file, its
+base name and content digest; a file's digest is recorded in ``ROOT/stat`` with its
+``(size, mtime_ns, ctime_ns, inode, device)`` and reused while those are unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collectors.cache.entries import AreaInfo, EntryStore, atomic_write
+from collectors.cache.errors import CacheCorruptError, UnencodableError
+from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
+from collectors.cache.hashing import file_digest, sha256, versions
+from collectors.model import Trace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CACHE_ENV = "GPUSCOPE_CACHE_DIR"
+TABLES = ("gpu", "host", "annotations", "counters")
+
+
+def cache_dir(root: str | Path | None = None) -> Path:
+    """The cache root: *root*, else ``$GPUSCOPE_CACHE_DIR``, else ``~/.cache/gpuscope``."""
+    if root is not None:
+        return Path(root)
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    return Path.home() / ".cache" / "gpuscope"
+
+
+@dataclass
+class LoadOutcome:
+    """How one cached load went."""
+
+    status: str
+    """``hit`` | ``built`` (no entry: parsed and stored) | ``rebuilt`` (a bad entry was
+    removed, parsed and stored) | ``uncacheable`` (parsed; a value cannot be stored exactly)
+    | ``bypass`` (cache not used) | ``unwritable`` (parsed; the entry could not be written)."""
+    key: str | None = None
+    note: str | None = None
+    entry_bytes: int = 0
+
+
+@dataclass
+class CacheInfo:
+    """What ``gpuscope cache info`` prints: per area (``traces``, ``results``)."""
+
+    root: str
+    areas: dict[str, AreaInfo] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> int:
+        return sum(a.entries for a in self.areas.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(a.bytes for a in self.areas.values())
+
+
+class TraceCache:
+    """The cache under :func:`cache_dir` (see the module docstring).
+
+    ``traces`` holds parsed Traces; ``results`` holds what callers derive from them (the
+    per-rank summaries of :mod:`reports.summary.engine`), keyed and versioned by those callers
+    (*result_versions* tells ``info``/``clear`` which results entries are current).
+    """
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        result_versions: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.root = cache_dir(root)
+        self.traces = EntryStore(self.root, "traces", versions)
+        self.results = EntryStore(self.root, "results", result_versions)
+
+    # -- identities --------------------------------------------------------------------------
+
+    def _stat_record(self, path: Path) -> tuple[Path, str, list[int], str | None]:
+        st = path.stat()
+        ident = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        apath = str(path.resolve())
+        rec_path = self.root / "stat" / f"{sha256(apath.encode()).hexdigest()[:40]}.json"
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            rec = json.loads(rec_path.read_text(encoding="utf-8"))
+            if rec["path"] == apath and rec["stat"] == ident and len(rec["digest"]) == 64:
+                return rec_path, apath, ident, str(rec["digest"])
+        return rec_path, apath, ident, None
+
+    def known_digest(self, path: Path) -> str | None:
+        """The digest recorded for *path* when the file is unchanged since, else None (cheap)."""
+        try:
+            return self._stat_record(path)[3]
+        except OSError:
+            return None
+
+    def digest(self, path: Path) -> str:
+        """Content digest of *path*, from the stat record when the file is unchanged.
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        rec_path, apath, ident, known = self._stat_record(path)
+        if known is not None:
+            return known
+        digest = file_digest(path)
+        if path.stat().st_mtime_ns == ident[1]:  # not rewritten while hashing
+            with contextlib.suppress(OSError):
+                atomic_write(rec_path, json.dumps({"path": apath, "stat": ident, "digest": digest}))
+        return digest
+
+    def key(self, kind: str, paths: Sequence[Path], options: dict[str, Any] | None = None) -> str:
+        """The entry key of reading *paths* with reader *kind* (see the module docstring).
+
+        Raises:
+            OSError: an input cannot be read.
+        """
+        ident = {
+            **versions(),
+            "kind": kind,
+            "options": options or {},
+            "sources": [[p.name, self.digest(p)] for p in paths],
+        }
+        return str(sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:40])
+
+    # -- traces ------------------------------------------------------------------------------
+
+    def get(self, key: str, paths: Sequence[Path]) -> list[Trace]:
+        """The Traces stored under *key*, their ``source_path`` set to *paths*' spelling.
+
+        Raises:
+            FileNotFoundError: no entry.
+            CacheCorruptError: the entry fails a check (the caller removes it).
+        """
+        doc, tables = self.traces.read(key, versions())
+        try:
+            if len(doc["sources"]) != len(paths):
+                raise CacheCorruptError("manifest does not match its inputs")
+            out = []
+            for i, rec in enumerate(doc["traces"]):
+                meta = meta_from_dict(loads_exact(rec["meta"]))
+                src = rec["source_index"]
+                meta.source_path = str(paths[src]) if src is not None else None
+                out.append(Trace(meta=meta, **{n: tables[f"{i}.{n}"] for n in TABLES}))
+            return out
+        except CacheCorruptError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise CacheCorruptError(f"entry unreadable: {type(e).__name__}: {e}") from None
+
+    def put(self, key: str, kind: str, paths: Sequence[Path], traces: Sequence[Trace]) -> int:
+        """Store *traces* under *key*; returns the entry's bytes (0 when another writer won).
+
+        Raises:
+            UnencodableError: a value cannot be stored exactly (nothing is written).
+            OSError: the cache directory is not writable.
+        """
+        spelled = [str(p) for p in paths]
+        recs = []
+        tables: dict[str, pd.DataFrame] = {}
+        for i, tr in enumerate(traces):
+            meta = meta_to_dict(tr.meta)
+            src = meta.pop("source_path")
+            recs.append(
+                {
+                    "rank": tr.rank,
+                    "meta": dumps_exact({**meta, "source_path": None}),
+                    "source_index": spelled.index(src) if src in spelled else None,
+                }
+            )
+            for n in TABLES:
+                tables[f"{i}.{n}"] = getattr(tr, n)
+        doc = {"kind": kind, "sources": [p.name for p in paths], "traces": recs}
+        return self.traces.write(key, versions(), doc, tables)
+
+    def load(
+        self,
+        kind: str,
+        paths: Sequence[Path],
+        read: Callable[[], list[Trace]],
+        options: dict[str, Any] | None = None,
+        key: str | None = None,
+    ) -> tuple[list[Trace], LoadOutcome]:
+        """The Traces of *paths*: from the entry when it passes every check, else ``read()``
+        (then stored).  Errors of ``read()`` propagate; cache problems never do."""
+        if key is None:
+            try:
+                key = self.key(kind, paths, options)
+            except OSError:
+                return read(), LoadOutcome("bypass", note="cannot stat or hash the input")
+        status = "built"
+        note = None
+        try:
+            return self.get(key, paths), LoadOutcome("hit", key)
+        except FileNotFoundError:
+            pass
+        except CacheCorruptError as e:
+            status, note = "rebuilt", str(e)
+            self.traces.remove(key)
+        traces = read()
+        try:
+            size = self.put(key, kind, paths, traces)
+        except UnencodableError as e:
+            return traces, LoadOutcome("uncacheable", key, str(e))
+        except OSError as e:
+            return traces, LoadOutcome("unwritable", key, f"{e.strerror or e}")
+        return traces, LoadOutcome(status, key, note, size)
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def info(self) -> CacheInfo:
+        """Counts and sizes per area (stale = unreadable, or written by other versions)."""
+        return CacheInfo(
+            root=str(self.root),
+            areas={s.area: s.info() for s in (self.traces, self.results)},
+        )
+
+    def clear(self, *, stale_only: bool = False) -> CacheInfo:
+        """Remove every entry (or only the stale ones; with everything, the stat records and
+        leftovers of interrupted writes too); returns what was removed."""
+        gone = CacheInfo(
+            root=str(self.root),
+            areas={s.area: s.clear(stale_only=stale_only) for s in (self.traces, self.results)},
+        )
+        if not stale_only:
+            for sub in ("stat", "tmp"):
+                shutil.rmtree(self.root / sub, ignore_errors=True)
+        return gone
