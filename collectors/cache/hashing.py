@@ -40,13 +40,16 @@ def file_digest(path: Path) -> str:
 
 
 def _package_files(here: Path) -> list[Path]:
-    """The package's top-level ``*.py`` files and its ``data/`` files, in a stable order."""
-    return sorted(here.glob("*.py")) + sorted(p for p in here.glob("data/*") if p.is_file())
+    """Every ``*.py`` file of the package at *here*, its subpackages' included, and its
+    ``data/`` files, in a stable order."""
+    files = [p for p in here.rglob("*.py") if "__pycache__" not in p.parts]
+    files += [p for p in here.glob("data/*") if p.is_file()]
+    return sorted(files, key=lambda p: p.relative_to(here).as_posix())
 
 
 @functools.cache
 def source_fingerprint(*packages: str) -> str:
-    """Hash of the named packages' top-level ``*.py`` files and ``data/`` files.
+    """Hash of the named packages' ``*.py`` files (subpackages included) and ``data/`` files.
 
     Keys that include it change whenever that code changes, so results of old code are never
     served (a conservative rule: any edit, even a comment, invalidates).
@@ -61,7 +64,7 @@ def source_fingerprint(*packages: str) -> str:
             continue
         here = Path(next(iter(spec.submodule_search_locations)))
         for p in _package_files(here):
-            h.update(f"{pkg}/{p.relative_to(here)}".encode())
+            h.update(f"{pkg}/{p.relative_to(here).as_posix()}".encode())
             with contextlib.suppress(OSError):
                 h.update(p.read_bytes())
     return str(h.hexdigest())
