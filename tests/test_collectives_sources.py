@@ -365,7 +365,7 @@ def test_innermost_enclosing_range_matches_brute_force(ranges: list, points: lis
     # launches are linked to the innermost op containing them, on the same thread
     import pandas as pd
 
-    from analyzers.collectives.table import _innermost
+    from analyzers.collectives.linking import innermost as _innermost
 
     df = pd.DataFrame(
         {

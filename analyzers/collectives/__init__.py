@@ -7,14 +7,9 @@ memo (:mod:`analyzers.memo`); :func:`build_collectives` builds it afresh.
 
 from __future__ import annotations
 
-from analyzers.collectives.table import (
-    COLUMNS,
-    FLOAT_COLUMNS,
-    INT_COLUMNS,
-    LINK_PEAKS,
-    build_collectives,
-    link_peak,
-)
+from analyzers.collectives.busbw import LINK_PEAKS, link_peak
+from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
+from analyzers.collectives.table import build_collectives
 from analyzers.memo import memoised
 
 collectives_table = memoised(build_collectives)
