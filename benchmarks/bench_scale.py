@@ -124,7 +124,7 @@ ANALYZE_CHILD = (
 if __name__ == "__main__":
     import importlib
     from reports.summary.engine import analyze_paths
-    from reports.summary.assemble import RANK_SECTIONS, RUN_SECTIONS
+    from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
     for _, spec in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
         importlib.import_module(spec.partition(":")[0])
     for module in ("collectors.cache", "collectors.load", "collectors.kineto", "analyzers.comm",

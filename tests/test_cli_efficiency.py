@@ -217,7 +217,7 @@ def test_sections_are_absent_for_a_trace_without_kernels() -> None:
 
 
 def test_summary_registry_lists_the_two_sections() -> None:
-    from reports.summary.assemble import RANK_SECTIONS
+    from reports.summary.registry import RANK_SECTIONS
 
     specs = dict(RANK_SECTIONS)
     assert specs["occupancy"] == "reports.summary.sections.efficiency:occupancy"

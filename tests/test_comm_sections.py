@@ -12,7 +12,7 @@ from test_comm_two_ranks import build_rank
 
 from collectors.model import TraceMeta, make_trace
 from reports.summary import build_summary
-from reports.summary.assemble import RANK_SECTIONS, RUN_SECTIONS
+from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
 
 
 def test_summary_carries_collectives_comm_and_skew() -> None:

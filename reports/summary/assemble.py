@@ -13,41 +13,17 @@ value, or ``None`` to leave the key out.  ``extras`` carries side inputs that ar
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
+from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS, resolve
 
 SCHEMA_VERSION = 1
-
-RANK_SECTIONS: list[tuple[str, str]] = [
-    ("device", "reports.summary.sections.core:device"),
-    ("notes", "reports.summary.sections.core:notes"),
-    ("window", "reports.summary.sections.core:window"),
-    ("kernel_summary", "reports.summary.sections.core:kernel_summary"),
-    ("temporal", "reports.summary.sections.core:temporal"),
-    ("overlap", "reports.summary.sections.core:overlap"),
-    ("steps", "reports.summary.sections.core:steps"),
-    ("occupancy", "reports.summary.sections.efficiency:occupancy"),
-    ("roofline", "reports.summary.sections.efficiency:roofline"),
-    ("idle", "reports.summary.sections.wait:idle"),
-    ("launch", "reports.summary.sections.wait:launch"),
-    ("memory", "reports.summary.sections.wait:memory"),
-    ("collectives", "reports.summary.sections.comm:collectives"),
-    ("comm", "reports.summary.sections.comm:comm"),
-]
-"""Per-rank keys in output order.  Later issues append their entries here (one line each)."""
-
-RUN_SECTIONS: list[tuple[str, str]] = [
-    ("comm_skew", "reports.summary.sections.comm:comm_skew"),
-    ("run", "reports.summary.sections.series:run"),
-]
-"""Top-level keys computed across ranks (skew, stragglers, ...)."""
 
 
 def tool_version() -> str:
@@ -56,11 +32,6 @@ def tool_version() -> str:
         return version("gpuscope")
     except PackageNotFoundError:  # pragma: no cover - running from a checkout without install
         return "0+unknown"
-
-
-def _resolve(spec: str) -> Callable[..., Any]:
-    mod, _, fn = spec.partition(":")
-    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
 
 
 def build_summary(
@@ -75,7 +46,7 @@ def build_summary(
     for trace in traces:
         entry: dict[str, Any] = {"rank": trace.rank}
         for key, spec in RANK_SECTIONS:
-            value = _resolve(spec)(trace, options, extras)
+            value = resolve(spec)(trace, options, extras)
             if value is not None or key == "device":
                 entry[key] = value
         ranks.append(entry)
@@ -86,7 +57,7 @@ def build_summary(
         "ranks": ranks,
     }
     for key, spec in RUN_SECTIONS:
-        value = _resolve(spec)(traces, options, extras)
+        value = resolve(spec)(traces, options, extras)
         if value is not None:
             summary[key] = value
     return summary

@@ -1,0 +1,276 @@
+"""The task of the many-rank engine: one input's per-rank JSON entries and digests, from the
+per-rank results cache or by reading the input (through the trace cache) and running every rank
+section.  A task never raises: what went wrong comes back as a :class:`FileError`."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from analyzers.options import AnalysisOptions
+from collectors import errors as errors_mod
+from collectors.errors import GpuscopeError, InputError
+from collectors.model import (
+    Trace,
+)
+from reports.summary.many_ranks import RankDigest, rank_digest
+from reports.summary.planning import Unit
+from reports.summary.registry import RANK_SECTIONS, resolve
+
+if TYPE_CHECKING:
+    from collectors.cache import TraceCache
+
+
+@dataclass(frozen=True)
+class FileError:
+    """An input that could not be analysed."""
+
+    path: str | None
+    message: str
+    error: str
+    """Class name of the :class:`~collectors.errors.GpuscopeError` (``InputError``, ...), or
+    ``internal`` for an unexpected failure inside the task."""
+    exit_code: int = 2
+
+    def line(self) -> str:
+        """``PATH: message``, as the CLI prints it."""
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def to_exception(self) -> GpuscopeError:
+        """The error as the sequential path would have raised it."""
+        cls = getattr(errors_mod, self.error, None)
+        if not (isinstance(cls, type) and issubclass(cls, GpuscopeError)):
+            cls = InputError
+        return cls(self.message, path=self.path)
+
+
+@dataclass
+class UnitResult:
+    """What a task sends back: per-rank JSON entries and digests, or an error."""
+
+    index: int
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    digests: list[RankDigest] = field(default_factory=list)
+    error: FileError | None = None
+    cache_status: str | None = None
+    peak_rss_bytes: int | None = None
+    """Peak resident memory of the worker process during this task (None in this process)."""
+    seconds: float = 0.0
+    worker: str = ""
+
+
+def rank_entry(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """The rank's object of ``summary["ranks"]`` (as :func:`reports.summary.build_summary`)."""
+    entry: dict[str, Any] = {"rank": trace.rank}
+    for key, spec in RANK_SECTIONS:
+        value = resolve(spec)(trace, options, extras)
+        if value is not None or key == "device":
+            entry[key] = value
+    return entry
+
+
+def result_versions() -> dict[str, Any]:
+    """What a cached per-rank result must have been computed by: the trace cache's versions
+    and the source of every package that shapes a summary."""
+    from collectors.cache import source_fingerprint, versions
+
+    return {**versions(), "analysis": source_fingerprint("collectors", "analyzers", "reports")}
+
+
+def _result_key(trace_key: str, options: AnalysisOptions, extras: Mapping[str, Any]) -> str | None:
+    """Key of the unit's per-rank results (None when *extras* cannot be fingerprinted)."""
+    try:
+        extras_id = hashlib.sha256(pickle.dumps(dict(extras), protocol=5)).hexdigest()
+    except Exception:  # unpicklable extras: no result caching
+        return None
+    ident = {
+        "trace": trace_key,
+        "versions": result_versions(),
+        "options": dataclasses.asdict(options),
+        "extras": extras_id,
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:40]
+
+
+def _results_doc(
+    entries: list[dict[str, Any]], digests: list[RankDigest]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The per-rank results as a cache document + tables (DataFrame inputs)."""
+    import pandas as pd
+
+    from collectors.cache import dumps_exact, meta_to_dict
+
+    tables: dict[str, Any] = {}
+    recs = []
+    for i, d in enumerate(digests):
+        inputs: dict[str, Any] = {}
+        for key, value in d.inputs.items():
+            if isinstance(value, pd.DataFrame):
+                name = f"{i}.{key}"
+                tables[name] = value
+                inputs[key] = {"table": name}
+            else:
+                inputs[key] = {"json": dumps_exact(value)}
+        recs.append({"rank": d.rank, "meta": dumps_exact(meta_to_dict(d.meta)), "inputs": inputs})
+    return {"entries": dumps_exact(entries), "digests": recs}, tables
+
+
+def _results_from_doc(
+    doc: dict[str, Any], tables: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[RankDigest]]:
+    from collectors.cache import loads_exact, meta_from_dict
+
+    digests = []
+    for rec in doc["digests"]:
+        inputs = {
+            k: tables[v["table"]] if "table" in v else loads_exact(v["json"])
+            for k, v in rec["inputs"].items()
+        }
+        digests.append(RankDigest(rec["rank"], meta_from_dict(loads_exact(rec["meta"])), inputs))
+    return loads_exact(doc["entries"]), digests
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak-RSS mark (Linux); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def read_unit(
+    unit: Unit, cache: TraceCache | None, key: str | None = None
+) -> tuple[list[Trace], str]:
+    """The Traces of *unit* through *cache* (parsed when None); and the cache status."""
+    from collectors.cache import read_kineto_cached, read_nsys_cached
+
+    if unit.kind == "kineto":
+        traces, outcome = read_kineto_cached(unit.paths[0], cache, key)
+    else:
+        traces, outcome = read_nsys_cached(unit.paths, unit.reps, cache, key)
+    return traces, outcome.status
+
+
+def run_unit(
+    unit: Unit,
+    index: int,
+    options: AnalysisOptions,
+    extras: Mapping[str, Any],
+    cache_root: str | None,
+    measure: bool = True,
+) -> UnitResult:
+    """The task: the per-rank entries and digests of *unit*, from the results cache or by
+    loading it (through the trace cache) and running every rank section.
+
+    Never raises (except ``KeyboardInterrupt``): errors come back in :attr:`UnitResult.error`.
+    """
+    from collectors.cache import CacheCorruptError, TraceCache, UnencodableError
+
+    t0 = time.perf_counter()
+    measured = measure and _reset_peak()
+    out = UnitResult(index=index, worker=f"{os.uname().nodename}:{os.getpid()}")
+    cache = TraceCache(cache_root) if cache_root is not None else None
+    try:
+        tkey = rkey = None
+        if cache is not None and not unit.reps:
+            with contextlib.suppress(OSError):  # unreadable input: the reader says why
+                tkey = cache.key(unit.kind, unit.paths)
+                rkey = _result_key(tkey, options, extras)
+        if rkey is not None:
+            try:
+                doc, tables = cache.results.read(rkey, result_versions())  # type: ignore[union-attr]
+                out.entries, out.digests = _results_from_doc(doc, tables)
+                out.cache_status = "results"
+            except FileNotFoundError:
+                pass
+            except (CacheCorruptError, KeyError, TypeError, ValueError):
+                cache.results.remove(rkey)  # type: ignore[union-attr]
+                out.entries, out.digests = [], []
+        if out.cache_status is None:
+            traces, out.cache_status = read_unit(unit, cache, tkey)
+            for trace in traces:
+                out.entries.append(rank_entry(trace, options, extras))
+                out.digests.append(rank_digest(trace, options, extras))
+            del traces
+            if rkey is not None:
+                with contextlib.suppress(UnencodableError, OSError, ValueError, TypeError):
+                    doc, tables = _results_doc(out.entries, out.digests)
+                    cache.results.write(rkey, result_versions(), doc, tables)  # type: ignore[union-attr]
+    except GpuscopeError as e:
+        out.error = FileError(e.path, e.message, type(e).__name__, e.exit_code)
+    except MemoryError:
+        out.error = FileError(_unit_path(unit), "out of memory while analysing it", "InputError")
+    except Exception as e:  # a bug: report it against the file instead of losing the run
+        out.error = _internal(unit, e)
+    if out.error is not None:
+        out.entries, out.digests = [], []
+    out.seconds = time.perf_counter() - t0
+    out.peak_rss_bytes = _peak_rss() if measured else None
+    return out
+
+
+def _internal(unit: Unit, e: BaseException) -> FileError:
+    return FileError(
+        _unit_path(unit),
+        f"internal error while analysing it ({type(e).__name__}: {e}); please report it",
+        "internal",
+    )
+
+
+def _unit_path(unit: Unit) -> str:
+    return str(unit.paths[0] if len(unit.paths) + len(unit.reps) == 1 else unit.label)
+
+
+def _results_cached(
+    units: Sequence[Unit],
+    options: AnalysisOptions,
+    extras: Mapping[str, Any],
+    cache_root: str | None,
+) -> bool:
+    """True when every unit's per-rank results are in the cache, as far as is known without
+    hashing a file (a process pool would then cost more than it saves)."""
+    if cache_root is None or not units:
+        return False
+    from collectors.cache import TraceCache
+
+    cache = TraceCache(cache_root)
+    for u in units:
+        if u.reps or any(cache.known_digest(p) is None for p in u.paths):
+            return False
+        try:
+            rkey = _result_key(cache.key(u.kind, list(u.paths)), options, extras)
+        except OSError:
+            return False
+        if rkey is None or not (cache.results.path(rkey) / "manifest.json").is_file():
+            return False
+    return True
+
+
+def run_unit_in_worker(*args: Any) -> UnitResult:
+    """:func:`run_unit` in a pool or Dask worker: its reads are serial (the workers already
+    fill the CPUs; :mod:`collectors.kineto_parallel`)."""
+    from collectors.kineto_parallel import serial_reads
+
+    with serial_reads():
+        return run_unit(*args)
