@@ -125,8 +125,8 @@ if __name__ == "__main__":
     import importlib
     from reports.summary.engine import analyze_paths
     from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
-    for _, spec in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
-        importlib.import_module(spec.partition(":")[0])
+    for _, fn in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
+        importlib.import_module(fn.__module__)
     for module in ("collectors.cache", "collectors.load", "collectors.kineto", "analyzers.comm",
                    "analyzers.skew", "importlib.metadata"):  # what analyze_paths imports lazily
         importlib.import_module(module)

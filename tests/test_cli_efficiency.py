@@ -220,5 +220,5 @@ def test_summary_registry_lists_the_two_sections() -> None:
     from reports.summary.registry import RANK_SECTIONS
 
     specs = dict(RANK_SECTIONS)
-    assert specs["occupancy"] == "reports.summary.sections.efficiency:occupancy"
-    assert specs["roofline"] == "reports.summary.sections.efficiency:roofline"
+    assert specs["occupancy"] is occupancy_section
+    assert specs["roofline"] is roofline_section

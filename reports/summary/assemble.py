@@ -5,10 +5,7 @@ The keys of the foundation issue (``ranks[].rank``, ``device``, ``window``, ``ke
 one entry in :data:`RANK_SECTIONS` (per rank) or :data:`RUN_SECTIONS` (top level).  Times are
 integer nanoseconds in keys ending ``_ns``.
 
-A section is ``"module:function"``; the function is called as ``fn(trace, options, extras)``
-(rank sections) or ``fn(traces, options, extras)`` (run sections) and returns a JSON-ready
-value, or ``None`` to leave the key out.  ``extras`` carries side inputs that are not traces
-(e.g. a parsed Nsight Compute report under ``"ncu"``).
+Sections are function references in :mod:`reports.summary.registry`.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from typing import Any
 
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
-from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS, resolve
+from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS, RUN_SECTIONS
 
 SCHEMA_VERSION = 1
 
@@ -45,9 +42,9 @@ def build_summary(
     ranks = []
     for trace in traces:
         entry: dict[str, Any] = {"rank": trace.rank}
-        for key, spec in RANK_SECTIONS:
-            value = resolve(spec)(trace, options, extras)
-            if value is not None or key == "device":
+        for key, fn in RANK_SECTIONS:
+            value = fn(trace, options, extras)
+            if value is not None or key in ALWAYS_WRITTEN:
                 entry[key] = value
         ranks.append(entry)
     summary: dict[str, Any] = {
@@ -56,8 +53,8 @@ def build_summary(
         "sources": sorted({t.meta.source_path for t in traces if t.meta.source_path}),
         "ranks": ranks,
     }
-    for key, spec in RUN_SECTIONS:
-        value = resolve(spec)(traces, options, extras)
+    for key, run_fn in RUN_SECTIONS:
+        value = run_fn(traces, options, extras)
         if value is not None:
             summary[key] = value
     return summary

@@ -43,7 +43,7 @@ from collectors.model import (
 from reports.summary.executors import _picklable, _run_dask, _run_local
 from reports.summary.many_ranks import RUN_REDUCERS, RankDigest
 from reports.summary.planning import Unit, plan_units, pool_size
-from reports.summary.registry import RUN_SECTIONS, resolve
+from reports.summary.registry import RUN_SECTIONS
 from reports.summary.tasks import FileError, UnitResult, _results_cached, read_unit, run_unit
 
 ProgressFn = Callable[[int, int, str], None]
@@ -169,8 +169,7 @@ def analyze_paths(
         "ranks": ranks,
     }
     whole: list[Trace] | None = None
-    for key, spec in RUN_SECTIONS:
-        fn = resolve(spec)
+    for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is not None and all(key in d.inputs for d in digests):
             value = red.combine(fn, digests, key, options, extras)

@@ -21,7 +21,7 @@ from collectors.model import (
     gpu_table,
     host_table,
 )
-from reports.summary.registry import RUN_SECTIONS, resolve
+from reports.summary.registry import RUN_SECTIONS
 
 
 @dataclass
@@ -139,8 +139,8 @@ in the caller (correct, but neither small nor parallel)."""
 def rank_digest(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> RankDigest:
     """The rank's inputs of every run section that has a reducer."""
     inputs = {}
-    for key, spec in RUN_SECTIONS:
+    for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is not None:
-            inputs[key] = red.extract(resolve(spec), trace, options, extras)
+            inputs[key] = red.extract(fn, trace, options, extras)
     return RankDigest(trace.rank, trace.meta, inputs)

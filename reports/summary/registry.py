@@ -1,37 +1,63 @@
-"""The summary's sections, in output order: the per-rank keys (:data:`RANK_SECTIONS`) and
-the keys computed across ranks (:data:`RUN_SECTIONS`)."""
+"""The summary's sections, in output order: the per-rank keys (:data:`RANK_SECTIONS`) and the
+keys computed across ranks (:data:`RUN_SECTIONS`), each a key and a function reference.
+
+A rank section is called as ``fn(trace, options, inputs)``, a run section as
+``fn(traces, options, inputs)``; each returns a JSON-ready value, or ``None`` to leave the key
+out (``device`` is written even when None: :data:`ALWAYS_WRITTEN`).  Section modules import
+their analyzers inside the functions, so loading this registry stays cheap.  A new section is one
+line here (and, for a run section, a reducer in :data:`reports.summary.many_ranks.RUN_REDUCERS`).
+"""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
-RANK_SECTIONS: list[tuple[str, str]] = [
-    ("device", "reports.summary.sections.core:device"),
-    ("notes", "reports.summary.sections.core:notes"),
-    ("window", "reports.summary.sections.core:window"),
-    ("kernel_summary", "reports.summary.sections.core:kernel_summary"),
-    ("temporal", "reports.summary.sections.core:temporal"),
-    ("overlap", "reports.summary.sections.core:overlap"),
-    ("steps", "reports.summary.sections.core:steps"),
-    ("occupancy", "reports.summary.sections.efficiency:occupancy"),
-    ("roofline", "reports.summary.sections.efficiency:roofline"),
-    ("idle", "reports.summary.sections.wait:idle"),
-    ("launch", "reports.summary.sections.wait:launch"),
-    ("memory", "reports.summary.sections.wait:memory"),
-    ("collectives", "reports.summary.sections.comm:collectives"),
-    ("comm", "reports.summary.sections.comm:comm"),
-]
+from analyzers.options import AnalysisOptions
+from collectors.model import Trace
+from reports.summary.sections import comm, core, efficiency, series, wait
+
+RankSectionFn = Callable[[Trace, AnalysisOptions, Mapping[str, Any]], Any]
+RunSectionFn = Callable[[Sequence[Trace], AnalysisOptions, Mapping[str, Any]], Any]
+
+
+class RankSection(NamedTuple):
+    """One key of every ``summary["ranks"][i]``."""
+
+    key: str
+    fn: RankSectionFn
+
+
+class RunSection(NamedTuple):
+    """One top-level key computed from every rank."""
+
+    key: str
+    fn: RunSectionFn
+
+
+RANK_SECTIONS: tuple[RankSection, ...] = (
+    RankSection("device", core.device),
+    RankSection("notes", core.notes),
+    RankSection("window", core.window),
+    RankSection("kernel_summary", core.kernel_summary),
+    RankSection("temporal", core.temporal),
+    RankSection("overlap", core.overlap),
+    RankSection("steps", core.steps),
+    RankSection("occupancy", efficiency.occupancy),
+    RankSection("roofline", efficiency.roofline),
+    RankSection("idle", wait.idle),
+    RankSection("launch", wait.launch),
+    RankSection("memory", wait.memory),
+    RankSection("collectives", comm.collectives),
+    RankSection("comm", comm.comm),
+)
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 
-RUN_SECTIONS: list[tuple[str, str]] = [
-    ("comm_skew", "reports.summary.sections.comm:comm_skew"),
-    ("run", "reports.summary.sections.series:run"),
-]
+RUN_SECTIONS: tuple[RunSection, ...] = (
+    RunSection("comm_skew", comm.comm_skew),
+    RunSection("run", series.run),
+)
 """Top-level keys computed across ranks (skew, stragglers, ...)."""
 
-
-def resolve(spec: str) -> Callable[..., Any]:
-    mod, _, fn = spec.partition(":")
-    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+ALWAYS_WRITTEN = frozenset({"device"})
+"""Rank keys written as ``null`` when their section returns None (others are left out)."""

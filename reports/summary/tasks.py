@@ -23,7 +23,7 @@ from collectors.model import (
 )
 from reports.summary.many_ranks import RankDigest, rank_digest
 from reports.summary.planning import Unit
-from reports.summary.registry import RANK_SECTIONS, resolve
+from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS
 
 if TYPE_CHECKING:
     from collectors.cache import TraceCache
@@ -70,9 +70,9 @@ class UnitResult:
 def rank_entry(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
     """The rank's object of ``summary["ranks"]`` (as :func:`reports.summary.build_summary`)."""
     entry: dict[str, Any] = {"rank": trace.rank}
-    for key, spec in RANK_SECTIONS:
-        value = resolve(spec)(trace, options, extras)
-        if value is not None or key == "device":
+    for key, fn in RANK_SECTIONS:
+        value = fn(trace, options, extras)
+        if value is not None or key in ALWAYS_WRITTEN:
             entry[key] = value
     return entry
 
