@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
 from collectors.kineto_parallel import usable_cpus
@@ -235,8 +236,8 @@ def test_peak_estimate_reads_the_uncompressed_size_of_gzip_files(tmp_path: Path)
 def test_side_inputs_that_cannot_go_to_workers_are_used_in_this_process(tmp_path: Path) -> None:
     for r in range(3):
         write_json(tmp_path / f"rank-{r}.json", tiny_trace(r))
-    extras = {"callback": lambda: None}  # cannot be pickled for a worker process
-    res = analyze_paths([tmp_path], extras=extras, workers=2, use_cache=False)
+    inputs = AnalysisInputs(run_meta={"callback": lambda: None})  # cannot be pickled
+    res = analyze_paths([tmp_path], inputs=inputs, workers=2, use_cache=False)
     assert res.scheduler == "in-process"
-    assert any("extras" in n for n in res.notes)
-    assert res.summary == build_summary(load_traces([tmp_path]), None, extras)
+    assert any("side inputs" in n for n in res.notes)
+    assert res.summary == build_summary(load_traces([tmp_path]), None, inputs)

@@ -30,20 +30,21 @@ results still written; docs/scale.md §4).  Definitions and figures: ``docs/scal
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
 from collectors.model import (
     Trace,
 )
+from reports.summary.assemble import summary_document
 from reports.summary.executors import _picklable, _run_dask, _run_local
-from reports.summary.many_ranks import RUN_REDUCERS, RankDigest
+from reports.summary.many_ranks import RankDigest
 from reports.summary.planning import Unit, plan_units, pool_size
-from reports.summary.registry import RUN_SECTIONS
 from reports.summary.tasks import FileError, UnitResult, _results_cached, read_unit, run_unit
 
 ProgressFn = Callable[[int, int, str], None]
@@ -80,7 +81,7 @@ class ParallelResult:
 def analyze_paths(
     paths: Sequence[str | Path],
     options: AnalysisOptions | None = None,
-    extras: Mapping[str, Any] | None = None,
+    inputs: AnalysisInputs | None = None,
     *,
     scheduler: str | None = None,
     workers: int | None = None,
@@ -102,15 +103,14 @@ def analyze_paths(
         UsageError: bad *scheduler*/*workers*, or the Dask scheduler cannot be reached.
     """
     from collectors.cache import cache_dir as default_cache_dir
-    from reports.summary.assemble import SCHEMA_VERSION, tool_version
 
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     options = options or AnalysisOptions()
-    extras = dict(extras or {})
+    inputs = inputs or AnalysisInputs()
     units = plan_units(paths)
     cache_root = str(default_cache_dir(cache_dir)) if use_cache else None
-    args = (options, extras, cache_root)
+    args = (options, inputs, cache_root)
     results: list[UnitResult | None] = [None] * len(units)
     notes: list[str] = []
     finished = 0
@@ -130,11 +130,13 @@ def analyze_paths(
     elif scheduler in (None, "processes", "sync", "local"):
         n, _peak, _avail, size_notes = pool_size(units, workers, cache_root)
         notes += size_notes
-        cached = scheduler is None and _results_cached(units, options, extras, cache_root)
+        cached = scheduler is None and _results_cached(units, options, inputs, cache_root)
         if cached:
             notes.append("every input's per-rank results are cached: read in this process")
-        elif scheduler != "sync" and not _picklable((options, extras)):
-            notes.append("the side inputs (extras) cannot be sent to worker processes: ran here")
+        elif scheduler != "sync" and not _picklable((options, inputs)):
+            notes.append(
+                "the side inputs (AnalysisInputs) cannot be sent to worker processes: ran here"
+            )
             scheduler = "sync"
         if scheduler == "sync" or (
             scheduler != "processes" and (n == 1 or len(units) == 1 or cached)
@@ -160,30 +162,14 @@ def analyze_paths(
         more = f" (and {len(file_errors) - 3} more)" if len(file_errors) > 3 else ""
         raise InputError(f"no input could be analysed: {listed}{more}")
 
-    ranks = [e for _, e, _ in keep]
-    digests = [d for _, _, d in keep]
-    summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "gpuscope", "version": tool_version()},
-        "sources": sorted({d.meta.source_path for d in digests if d.meta.source_path}),
-        "ranks": ranks,
-    }
-    whole: list[Trace] | None = None
-    for key, fn in RUN_SECTIONS:
-        red = RUN_REDUCERS.get(key)
-        if red is not None and all(key in d.inputs for d in digests):
-            value = red.combine(fn, digests, key, options, extras)
-        else:
-            if whole is None:
-                whole = _reload(units, keep, cache_root)
-                notes.append(
-                    f"run section {key!r} has no reducer in "
-                    "reports.summary.many_ranks.RUN_REDUCERS: computed from every Trace re-read "
-                    "in this process"
-                )
-            value = fn(whole, options, extras)
-        if value is not None:
-            summary[key] = value
+    summary = summary_document(
+        [e for _, e, _ in keep],
+        [d for _, _, d in keep],
+        options,
+        inputs,
+        lambda: _reload(units, keep, cache_root),
+        notes,
+    )
     for r in res:
         r.entries, r.digests = [], []
     return ParallelResult(summary, file_errors, mode, n, res, notes)

@@ -1,17 +1,24 @@
-"""Cross-rank sections from small per-rank inputs: what each rank's task returns instead of its
-Trace (:class:`RankDigest`), and how each run section is computed from those
-(:data:`RUN_REDUCERS`; docs/scale.md §5)."""
+"""Cross-rank sections from small per-rank inputs (docs/scale.md §5).
+
+What each rank's task returns besides its JSON entry is a :class:`RankDigest`: the trace meta
+and, per run section, the rank's small part of it (:data:`RUN_REDUCERS`: ``extract``).  The
+caller computes each run section from the digests (``combine``) on stand-in Traces that carry
+exactly what the section reads: the meta, and for ``comm_skew`` the window collectives seeded
+into the analyzer memo (:mod:`analyzers.memo`).  :func:`run_sections` is the one place run
+sections are computed, for :func:`reports.summary.build_summary` and the pool and Dask alike.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import (
     Trace,
@@ -21,7 +28,7 @@ from collectors.model import (
     gpu_table,
     host_table,
 )
-from reports.summary.registry import RUN_SECTIONS
+from reports.summary.registry import RUN_SECTIONS, RunSectionFn
 
 
 @dataclass
@@ -30,10 +37,8 @@ class RankDigest:
 
     rank: int
     meta: TraceMeta
-    inputs: dict[str, Any] = field(default_factory=dict)
-
-
-SectionFn = Callable[..., Any]
+    parts: dict[str, Any] = field(default_factory=dict)
+    """Per run-section key, the rank's part of that section (its reducer's ``extract``)."""
 
 
 def _bare_trace(digest: RankDigest) -> Trace:
@@ -53,7 +58,7 @@ def _empty_tables() -> dict[str, Any]:
 
 
 def _skew_extract(
-    fn: SectionFn, trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    fn: RunSectionFn, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> Any:
     """The rank's window collectives with GPU work: all that ``cross_rank_skew`` reads."""
     from analyzers.comm import window_collectives
@@ -80,35 +85,35 @@ def _skew_standin(digest: RankDigest, table: Any) -> Trace:
 
 
 def _skew_combine(
-    fn: SectionFn,
+    fn: RunSectionFn,
     digests: Sequence[RankDigest],
     key: str,
     options: AnalysisOptions,
-    extras: Mapping[str, Any],
+    inputs: AnalysisInputs,
 ) -> Any:
-    standins = [_skew_standin(d, d.inputs[key]) for d in digests]
-    return fn(standins, dataclasses.replace(options, all_events=True), extras)
+    standins = [_skew_standin(d, d.parts[key]) for d in digests]
+    return fn(standins, dataclasses.replace(options, all_events=True), inputs)
 
 
 def _per_rank_extract(
-    fn: SectionFn, trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    fn: RunSectionFn, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> Any:
     """The rank's own object of the section's ``ranks`` list (the section run on it alone)."""
-    value = fn([trace], options, {})
+    value = fn([trace], options, AnalysisInputs())
     return None if value is None else value["ranks"][0]
 
 
 def _per_rank_combine(
-    fn: SectionFn,
+    fn: RunSectionFn,
     digests: Sequence[RankDigest],
     key: str,
     options: AnalysisOptions,
-    extras: Mapping[str, Any],
+    inputs: AnalysisInputs,
 ) -> Any:
     """The section on meta-only Traces, its ``ranks`` list replaced by the workers' objects."""
-    value = fn([_bare_trace(d) for d in digests], options, extras)
+    value = fn([_bare_trace(d) for d in digests], options, inputs)
     if value is not None:
-        value["ranks"] = [d.inputs[key] for d in digests]
+        value["ranks"] = [d.parts[key] for d in digests]
     return value
 
 
@@ -116,15 +121,15 @@ def _per_rank_combine(
 class RunReducer:
     """How a run section is computed from per-rank digests.
 
-    ``extract(fn, trace, options, extras)`` runs in the worker (``fn`` is the section) and
-    returns the rank's small input, kept in ``RankDigest.inputs[key]``;
-    ``combine(fn, digests, key, options, extras)`` runs in the caller and returns the section's
-    value.  Each pair is tested to give exactly ``fn(traces, options, extras)``.
+    ``extract(fn, trace, options, inputs)`` runs in the worker (``fn`` is the section) and
+    returns the rank's small part, kept in ``RankDigest.parts[key]``;
+    ``combine(fn, digests, key, options, inputs)`` runs in the caller and returns the section's
+    value.  Each pair is tested to give exactly ``fn(traces, options, inputs)``.
     """
 
-    extract: Callable[[SectionFn, Trace, AnalysisOptions, Mapping[str, Any]], Any]
+    extract: Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs], Any]
     combine: Callable[
-        [SectionFn, Sequence[RankDigest], str, AnalysisOptions, Mapping[str, Any]], Any
+        [RunSectionFn, Sequence[RankDigest], str, AnalysisOptions, AnalysisInputs], Any
     ]
 
 
@@ -132,15 +137,46 @@ RUN_REDUCERS: dict[str, RunReducer] = {
     "comm_skew": RunReducer(_skew_extract, _skew_combine),
     "run": RunReducer(_per_rank_extract, _per_rank_combine),
 }
-"""Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces re-read
-in the caller (correct, but neither small nor parallel)."""
+"""Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
+by the engine: correct, but neither small nor parallel)."""
 
 
-def rank_digest(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> RankDigest:
-    """The rank's inputs of every run section that has a reducer."""
-    inputs = {}
+def rank_digest(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> RankDigest:
+    """The rank's part of every run section that has a reducer."""
+    parts = {}
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is not None:
-            inputs[key] = red.extract(fn, trace, options, extras)
-    return RankDigest(trace.rank, trace.meta, inputs)
+            parts[key] = red.extract(fn, trace, options, inputs)
+    return RankDigest(trace.rank, trace.meta, parts)
+
+
+def run_sections(
+    digests: Sequence[RankDigest],
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    whole: Callable[[], Sequence[Trace]],
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """Every run section's value (``None`` values left out), in registry order, from the
+    digests; a section without a reducer from ``whole()`` (the whole Traces, in digest order,
+    asked for once), with a line in *notes*."""
+    out: dict[str, Any] = {}
+    traces: Sequence[Trace] | None = None
+    for key, fn in RUN_SECTIONS:
+        red = RUN_REDUCERS.get(key)
+        if red is not None and all(key in d.parts for d in digests):
+            value = red.combine(fn, digests, key, options, inputs)
+        else:
+            if traces is None:
+                traces = whole()
+                if notes is not None:
+                    notes.append(
+                        f"run section {key!r} has no reducer in "
+                        "reports.summary.many_ranks.RUN_REDUCERS: computed from every Trace "
+                        "re-read in this process"
+                    )
+            value = fn(traces, options, inputs)
+        if value is not None:
+            out[key] = value
+    return out

@@ -2,23 +2,26 @@
 keys computed across ranks (:data:`RUN_SECTIONS`), each a key and a function reference.
 
 A rank section is called as ``fn(trace, options, inputs)``, a run section as
-``fn(traces, options, inputs)``; each returns a JSON-ready value, or ``None`` to leave the key
-out (``device`` is written even when None: :data:`ALWAYS_WRITTEN`).  Section modules import
-their analyzers inside the functions, so loading this registry stays cheap.  A new section is one
-line here (and, for a run section, a reducer in :data:`reports.summary.many_ranks.RUN_REDUCERS`).
+``fn(traces, options, inputs)`` (*inputs*: the loaded side inputs,
+:class:`analyzers.inputs.AnalysisInputs`).  Each returns a JSON-ready value, or ``None`` to
+leave the key out (``device`` is written even when None: :data:`ALWAYS_WRITTEN`).  Section
+modules import their analyzers inside the functions, so loading this registry stays cheap.  A
+new section is one line here (and, for a run section, a reducer in
+:data:`reports.summary.many_ranks.RUN_REDUCERS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
 from reports.summary.sections import comm, core, efficiency, series, wait
 
-RankSectionFn = Callable[[Trace, AnalysisOptions, Mapping[str, Any]], Any]
-RunSectionFn = Callable[[Sequence[Trace], AnalysisOptions, Mapping[str, Any]], Any]
+RankSectionFn = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
+RunSectionFn = Callable[[Sequence[Trace], AnalysisOptions, AnalysisInputs], Any]
 
 
 class RankSection(NamedTuple):

@@ -15,15 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError
 from collectors.model import (
     Trace,
 )
+from reports.summary.assemble import rank_entry
 from reports.summary.many_ranks import RankDigest, rank_digest
 from reports.summary.planning import Unit
-from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS
 
 if TYPE_CHECKING:
     from collectors.cache import TraceCache
@@ -67,16 +68,6 @@ class UnitResult:
     worker: str = ""
 
 
-def rank_entry(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
-    """The rank's object of ``summary["ranks"]`` (as :func:`reports.summary.build_summary`)."""
-    entry: dict[str, Any] = {"rank": trace.rank}
-    for key, fn in RANK_SECTIONS:
-        value = fn(trace, options, extras)
-        if value is not None or key in ALWAYS_WRITTEN:
-            entry[key] = value
-    return entry
-
-
 def result_versions() -> dict[str, Any]:
     """What a cached per-rank result must have been computed by: the trace cache's versions
     and the source of every package that shapes a summary."""
@@ -85,17 +76,17 @@ def result_versions() -> dict[str, Any]:
     return {**versions(), "analysis": source_fingerprint("collectors", "analyzers", "reports")}
 
 
-def _result_key(trace_key: str, options: AnalysisOptions, extras: Mapping[str, Any]) -> str | None:
-    """Key of the unit's per-rank results (None when *extras* cannot be fingerprinted)."""
+def _result_key(trace_key: str, options: AnalysisOptions, inputs: AnalysisInputs) -> str | None:
+    """Key of the unit's per-rank results (None when *inputs* cannot be fingerprinted)."""
     try:
-        extras_id = hashlib.sha256(pickle.dumps(dict(extras), protocol=5)).hexdigest()
-    except Exception:  # unpicklable extras: no result caching
+        inputs_id = hashlib.sha256(pickle.dumps(inputs, protocol=5)).hexdigest()
+    except Exception:  # unpicklable side inputs: no result caching
         return None
     ident = {
         "trace": trace_key,
         "versions": result_versions(),
         "options": dataclasses.asdict(options),
-        "extras": extras_id,
+        "inputs": inputs_id,
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:40]
 
@@ -111,15 +102,15 @@ def _results_doc(
     tables: dict[str, Any] = {}
     recs = []
     for i, d in enumerate(digests):
-        inputs: dict[str, Any] = {}
-        for key, value in d.inputs.items():
+        parts: dict[str, Any] = {}
+        for key, value in d.parts.items():
             if isinstance(value, pd.DataFrame):
                 name = f"{i}.{key}"
                 tables[name] = value
-                inputs[key] = {"table": name}
+                parts[key] = {"table": name}
             else:
-                inputs[key] = {"json": dumps_exact(value)}
-        recs.append({"rank": d.rank, "meta": dumps_exact(meta_to_dict(d.meta)), "inputs": inputs})
+                parts[key] = {"json": dumps_exact(value)}
+        recs.append({"rank": d.rank, "meta": dumps_exact(meta_to_dict(d.meta)), "inputs": parts})
     return {"entries": dumps_exact(entries), "digests": recs}, tables
 
 
@@ -130,11 +121,11 @@ def _results_from_doc(
 
     digests = []
     for rec in doc["digests"]:
-        inputs = {
+        parts = {
             k: tables[v["table"]] if "table" in v else loads_exact(v["json"])
             for k, v in rec["inputs"].items()
         }
-        digests.append(RankDigest(rec["rank"], meta_from_dict(loads_exact(rec["meta"])), inputs))
+        digests.append(RankDigest(rec["rank"], meta_from_dict(loads_exact(rec["meta"])), parts))
     return loads_exact(doc["entries"]), digests
 
 
@@ -176,7 +167,7 @@ def run_unit(
     unit: Unit,
     index: int,
     options: AnalysisOptions,
-    extras: Mapping[str, Any],
+    inputs: AnalysisInputs,
     cache_root: str | None,
     measure: bool = True,
 ) -> UnitResult:
@@ -196,27 +187,27 @@ def run_unit(
         if cache is not None and not unit.reps:
             with contextlib.suppress(OSError):  # unreadable input: the reader says why
                 tkey = cache.key(unit.kind, unit.paths)
-                rkey = _result_key(tkey, options, extras)
-        if rkey is not None:
+                rkey = _result_key(tkey, options, inputs)
+        if cache is not None and rkey is not None:
             try:
-                doc, tables = cache.results.read(rkey, result_versions())  # type: ignore[union-attr]
+                doc, tables = cache.results.read(rkey, result_versions())
                 out.entries, out.digests = _results_from_doc(doc, tables)
                 out.cache_status = "results"
             except FileNotFoundError:
                 pass
             except (CacheCorruptError, KeyError, TypeError, ValueError):
-                cache.results.remove(rkey)  # type: ignore[union-attr]
+                cache.results.remove(rkey)
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
             for trace in traces:
-                out.entries.append(rank_entry(trace, options, extras))
-                out.digests.append(rank_digest(trace, options, extras))
+                out.entries.append(rank_entry(trace, options, inputs))
+                out.digests.append(rank_digest(trace, options, inputs))
             del traces
-            if rkey is not None:
+            if cache is not None and rkey is not None:
                 with contextlib.suppress(UnencodableError, OSError, ValueError, TypeError):
                     doc, tables = _results_doc(out.entries, out.digests)
-                    cache.results.write(rkey, result_versions(), doc, tables)  # type: ignore[union-attr]
+                    cache.results.write(rkey, result_versions(), doc, tables)
     except GpuscopeError as e:
         out.error = FileError(e.path, e.message, type(e).__name__, e.exit_code)
     except MemoryError:
@@ -245,7 +236,7 @@ def _unit_path(unit: Unit) -> str:
 def _results_cached(
     units: Sequence[Unit],
     options: AnalysisOptions,
-    extras: Mapping[str, Any],
+    inputs: AnalysisInputs,
     cache_root: str | None,
 ) -> bool:
     """True when every unit's per-rank results are in the cache, as far as is known without
@@ -259,7 +250,7 @@ def _results_cached(
         if u.reps or any(cache.known_digest(p) is None for p in u.paths):
             return False
         try:
-            rkey = _result_key(cache.key(u.kind, list(u.paths)), options, extras)
+            rkey = _result_key(cache.key(u.kind, list(u.paths)), options, inputs)
         except OSError:
             return False
         if rkey is None or not (cache.results.path(rkey) / "manifest.json").is_file():
