@@ -36,7 +36,8 @@ makes that input uncacheable: it is parsed every time, never stored approximatel
 Modules: :mod:`~collectors.cache.hashing` (digests, fingerprints, versions),
 :mod:`~collectors.cache.exact_json` and :mod:`~collectors.cache.arrow_tables` (the two codecs),
 :mod:`~collectors.cache.entries` (the checked entry store), :mod:`~collectors.cache.trace_cache`
-(the cache of parsed Traces), :mod:`~collectors.cache.readers` (readers through it).
+(the cache of parsed Traces), :mod:`~collectors.cache.results` (per-rank results, versioned by
+the caller), :mod:`~collectors.cache.readers` (readers through the trace cache).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from collectors.cache.hashing import (
     versions,
 )
 from collectors.cache.readers import read_kineto_cached, read_nsys_cached
+from collectors.cache.results import RankResult, ResultStore
 from collectors.cache.trace_cache import (
     CACHE_ENV,
     TABLES,
@@ -74,6 +76,8 @@ __all__ = [
     "CacheInfo",
     "EntryStore",
     "LoadOutcome",
+    "RankResult",
+    "ResultStore",
     "TraceCache",
     "UnencodableError",
     "cache_dir",

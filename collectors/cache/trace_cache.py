@@ -21,6 +21,7 @@ from collectors.cache.entries import AreaInfo, EntryStore, atomic_write
 from collectors.cache.errors import CacheCorruptError, UnencodableError
 from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
 from collectors.cache.hashing import file_digest, sha256, versions
+from collectors.cache.results import ResultStore
 from collectors.model import Trace
 
 if TYPE_CHECKING:
@@ -72,9 +73,11 @@ class CacheInfo:
 class TraceCache:
     """The cache under :func:`cache_dir` (see the module docstring).
 
-    ``traces`` holds parsed Traces; ``results`` holds what callers derive from them (the
-    per-rank summaries of :mod:`reports.summary.engine`), keyed and versioned by those callers
-    (*result_versions* tells ``info``/``clear`` which results entries are current).
+    ``traces`` holds parsed Traces; ``results`` (:class:`~collectors.cache.results.ResultStore`)
+    holds what callers derive from them (the per-rank summaries of :mod:`reports.summary`),
+    keyed and versioned by those callers: *result_versions*, passed in by the caller, is what a
+    results entry must have been computed by (without it, results can be listed and cleared,
+    not read).
     """
 
     def __init__(
@@ -84,7 +87,7 @@ class TraceCache:
     ) -> None:
         self.root = cache_dir(root)
         self.traces = EntryStore(self.root, "traces", versions)
-        self.results = EntryStore(self.root, "results", result_versions)
+        self.results = ResultStore(self.root, result_versions)
 
     # -- identities --------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import json
 import os
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from reports.summary.planning import Unit
 
 if TYPE_CHECKING:
     from collectors.cache import TraceCache
+    from collectors.cache.results import RankResult
 
 
 @dataclass(frozen=True)
@@ -91,42 +92,14 @@ def _result_key(trace_key: str, options: AnalysisOptions, inputs: AnalysisInputs
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:40]
 
 
-def _results_doc(
-    entries: list[dict[str, Any]], digests: list[RankDigest]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The per-rank results as a cache document + tables (DataFrame inputs)."""
-    import pandas as pd
+def _to_cache(entries: list[dict[str, Any]], digests: list[RankDigest]) -> list[RankResult]:
+    from collectors.cache.results import RankResult
 
-    from collectors.cache import dumps_exact, meta_to_dict
-
-    tables: dict[str, Any] = {}
-    recs = []
-    for i, d in enumerate(digests):
-        parts: dict[str, Any] = {}
-        for key, value in d.parts.items():
-            if isinstance(value, pd.DataFrame):
-                name = f"{i}.{key}"
-                tables[name] = value
-                parts[key] = {"table": name}
-            else:
-                parts[key] = {"json": dumps_exact(value)}
-        recs.append({"rank": d.rank, "meta": dumps_exact(meta_to_dict(d.meta)), "inputs": parts})
-    return {"entries": dumps_exact(entries), "digests": recs}, tables
+    return [RankResult(d.rank, e, d.meta, d.parts) for e, d in zip(entries, digests, strict=True)]
 
 
-def _results_from_doc(
-    doc: dict[str, Any], tables: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], list[RankDigest]]:
-    from collectors.cache import loads_exact, meta_from_dict
-
-    digests = []
-    for rec in doc["digests"]:
-        parts = {
-            k: tables[v["table"]] if "table" in v else loads_exact(v["json"])
-            for k, v in rec["inputs"].items()
-        }
-        digests.append(RankDigest(rec["rank"], meta_from_dict(loads_exact(rec["meta"])), parts))
-    return loads_exact(doc["entries"]), digests
+def _from_cache(ranks: list[RankResult]) -> tuple[list[dict[str, Any]], list[RankDigest]]:
+    return [r.entry for r in ranks], [RankDigest(r.rank, r.meta, r.parts) for r in ranks]
 
 
 def _reset_peak() -> bool:
@@ -181,7 +154,7 @@ def run_unit(
     t0 = time.perf_counter()
     measured = measure and _reset_peak()
     out = UnitResult(index=index, worker=f"{os.uname().nodename}:{os.getpid()}")
-    cache = TraceCache(cache_root) if cache_root is not None else None
+    cache = TraceCache(cache_root, result_versions) if cache_root is not None else None
     try:
         tkey = rkey = None
         if cache is not None and not unit.reps:
@@ -190,12 +163,11 @@ def run_unit(
                 rkey = _result_key(tkey, options, inputs)
         if cache is not None and rkey is not None:
             try:
-                doc, tables = cache.results.read(rkey, result_versions())
-                out.entries, out.digests = _results_from_doc(doc, tables)
+                out.entries, out.digests = _from_cache(cache.results.read_ranks(rkey))
                 out.cache_status = "results"
             except FileNotFoundError:
                 pass
-            except (CacheCorruptError, KeyError, TypeError, ValueError):
+            except CacheCorruptError:
                 cache.results.remove(rkey)
                 out.entries, out.digests = [], []
         if out.cache_status is None:
@@ -206,8 +178,7 @@ def run_unit(
             del traces
             if cache is not None and rkey is not None:
                 with contextlib.suppress(UnencodableError, OSError, ValueError, TypeError):
-                    doc, tables = _results_doc(out.entries, out.digests)
-                    cache.results.write(rkey, result_versions(), doc, tables)
+                    cache.results.write_ranks(rkey, _to_cache(out.entries, out.digests))
     except GpuscopeError as e:
         out.error = FileError(e.path, e.message, type(e).__name__, e.exit_code)
     except MemoryError:
