@@ -130,6 +130,8 @@ def run_analyze(
             use_cache=not no_cache,
             progress=progress,
         )
+    for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
+        err.print(f"gpuscope: note: {line}", markup=False)
     summary = result.summary
     written: list[Path] = []
     if json_out is not None:
@@ -146,8 +148,8 @@ def run_analyze(
     for p in written:
         out.print(f"Wrote {p}", markup=False)
     if result.errors:  # the readable inputs were analysed and written; say what was not
-        for e in result.errors:
-            err.print(f"gpuscope: error: {e.line()}", markup=False)
+        for bad in result.errors:
+            err.print(f"gpuscope: error: {bad.line()}", markup=False)
         raise typer.Exit(result.exit_code)
     return summary
 

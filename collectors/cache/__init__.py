@@ -8,8 +8,9 @@ Where: ``$GPUSCOPE_CACHE_DIR``, else ``~/.cache/gpuscope``.  Layout::
 
     ROOT/traces/<key[:2]>/<key>/manifest.json   versions, checksums, per trace: meta, tables
     ROOT/traces/<key[:2]>/<key>/<n>.arrow       one Arrow IPC file per (trace, table)
-    ROOT/results/<key[:2]>/<key>/...            per-rank summaries (reports.summary.engine), alike
-    ROOT/stat/<hash of the absolute path>.json  path → (size, mtime, ctime, inode) → digest
+    ROOT/results/<key[:2]>/<key>/...            per-rank results (reports.summary), alike
+    ROOT/stat/<hash of the absolute path>.json  path → (size, mtime, ctime, inode) → digest,
+                                                checksum
 
 **Key** of an entry: a hash of the cache format, :data:`collectors.model.MODEL_VERSION`,
 gpuscope's version, a fingerprint of the ``collectors`` package's source code (so that a fixed
@@ -20,12 +21,16 @@ when the file's ``(size, mtime_ns, ctime_ns, inode, device)`` equal those record
 digest in ``ROOT/stat`` (as ``git`` does for its index): a file rewritten in place changes its
 ctime, which no user-level tool can set back.
 
-**Trust**: nothing read from the cache is believed without checks.  The manifest must carry
-the current versions and the expected key; each table file must have the recorded size and
-CRC-32 checksum, column names and row count.  Any failure (a truncated or edited file, a
-missing file, an entry written by another version) removes the entry; the trace is parsed from
-its source again and a new entry written.  Entries are written into ``ROOT/tmp`` and renamed
-into place (atomic on one file system); concurrent writers of one key keep the first.
+**Trust**: nothing read from the cache is believed without checks, and every stored part
+carries one.  The manifest must carry the current versions, the expected key and its own
+SHA-256 over everything else in it (the document included: a trace's meta, a rank's results);
+each table file must have the recorded size and CRC-32 checksum, column names and row count; a
+``ROOT/stat`` record must match its own SHA-256.  Any failure (a truncated or edited file, a
+missing file, an entry written by another version) removes the entry (or ignores the record);
+the trace is parsed, the results computed or the file hashed again, a new entry written, and
+:attr:`TraceCache.notes` gets one line saying so (``gpuscope analyze`` prints it once).
+Entries are written into ``ROOT/tmp`` and renamed into place (atomic on one file system);
+concurrent writers of one key keep the first.
 
 **Exactness**: int64/float64 columns are stored as is; categoricals as Arrow dictionaries with
 the pandas dtype of their categories recorded; object columns (``comm_args``, ``payload``,

@@ -1,8 +1,10 @@
 """Checked, atomically written cache entries: a manifest (a JSON document and the list of the
 entry's table files) and one Arrow IPC file per table.
 
-The manifest must carry the expected versions and key; each table file must have the size and
-CRC-32 recorded in the manifest, its column names and row count.  Any failure raises
+Every part carries a check verified on read: the manifest must carry the expected versions and
+key and its own SHA-256 (``checksum``, over everything else in it: key, versions, the file list
+and the document, so an edited number in the document is caught); each table file must have the
+size and CRC-32 recorded in the manifest, its column names and row count.  Any failure raises
 :class:`~collectors.cache.errors.CacheCorruptError`; the caller removes the entry and rebuilds.
 Entries are written into ``ROOT/tmp`` and renamed into place (atomic on one file system);
 concurrent writers of one key keep the first.
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collectors.cache.errors import CacheCorruptError
-from collectors.cache.hashing import crc32
+from collectors.cache.hashing import crc32, json_checksum
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,7 +57,7 @@ class EntryStore:
         return self.base / key[:2] / key
 
     def _manifest(self, key: str, expect: dict[str, Any]) -> dict[str, Any]:
-        """The manifest of *key*, after its version and key checks."""
+        """The manifest of *key*, after its version, key and checksum checks."""
         try:
             text = (self.path(key) / MANIFEST).read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -70,6 +72,13 @@ class EntryStore:
             raise CacheCorruptError("written by another gpuscope / model / code version")
         if man.get("key") != key:
             raise CacheCorruptError("manifest does not match its key")
+        claimed = man.pop("checksum", None)
+        try:
+            ok = claimed == json_checksum(man)
+        except ValueError:  # NaN or Infinity written into it
+            ok = False
+        if not ok:
+            raise CacheCorruptError("manifest checksum differs")
         return man
 
     def read(
@@ -142,6 +151,7 @@ class EntryStore:
             "files": listing,
             "doc": doc,
         }
+        manifest["checksum"] = json_checksum(manifest)
         text = json.dumps(manifest, allow_nan=False)
         tmp = self.tmp / f"{self.area}.{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True, exist_ok=True)

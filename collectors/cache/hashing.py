@@ -6,14 +6,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import zlib
 from pathlib import Path
 from typing import Any
 
 from collectors import model
 
-CACHE_FORMAT = 1
-"""Bumped whenever the layout of entries changes."""
+CACHE_FORMAT = 2
+"""Bumped whenever the layout of entries changes (2: every manifest carries a checksum of its
+whole content, document included)."""
 _CHUNK = 1 << 20
 
 
@@ -28,6 +30,19 @@ def sha256(data: bytes | None = None) -> Any:
 def crc32(data: bytes) -> str:
     """CRC-32 of *data* as 8 hex digits (the table files' check)."""
     return f"{zlib.crc32(data):08x}"
+
+
+def json_checksum(doc: Any) -> str:
+    """SHA-256 (hex) of *doc* as canonical JSON (sorted keys, no spaces, ASCII).
+
+    A JSON document read back from disk gives the same text, so an edited or damaged document
+    (a changed number, a dropped key) gives another checksum.
+
+    Raises:
+        ValueError: *doc* holds NaN or an infinity (never written by the cache).
+    """
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return str(sha256(text.encode()).hexdigest())
 
 
 def file_digest(path: Path) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.cache.entries import AreaInfo, EntryStore, atomic_write
 from collectors.cache.errors import CacheCorruptError, UnencodableError
 from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
-from collectors.cache.hashing import file_digest, sha256, versions
+from collectors.cache.hashing import file_digest, json_checksum, sha256, versions
 from collectors.cache.results import ResultStore
 from collectors.model import Trace
 
@@ -70,6 +70,21 @@ class CacheInfo:
         return sum(a.bytes for a in self.areas.values())
 
 
+@dataclass
+class _StatRecord:
+    """What ``ROOT/stat`` knows of one input file."""
+
+    path: Path
+    """The record's own file."""
+    apath: str
+    ident: list[int]
+    """The file's (size, mtime_ns, ctime_ns, inode, device) now."""
+    digest: str | None = None
+    """The recorded content digest, when the record is intact and the file unchanged."""
+    damaged: bool = False
+    """The record is unreadable or fails its checksum."""
+
+
 class TraceCache:
     """The cache under :func:`cache_dir` (see the module docstring).
 
@@ -88,40 +103,66 @@ class TraceCache:
         self.root = cache_dir(root)
         self.traces = EntryStore(self.root, "traces", versions)
         self.results = ResultStore(self.root, result_versions)
+        self.notes: list[str] = []
+        """One line per cached part that failed a check and was rebuilt (:meth:`note`)."""
 
     # -- identities --------------------------------------------------------------------------
 
-    def _stat_record(self, path: Path) -> tuple[Path, str, list[int], str | None]:
+    def note(self, label: str, what: str, reason: str, action: str) -> None:
+        """Record, in one line, that a cached part failed a check and what was done instead."""
+        self.notes.append(f"{label}: cached {what} failed a check ({reason}); {action}")
+
+    def _stat_record(self, path: Path) -> _StatRecord:
         st = path.stat()
         ident = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
         apath = str(path.resolve())
         rec_path = self.root / "stat" / f"{sha256(apath.encode()).hexdigest()[:40]}.json"
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        out = _StatRecord(rec_path, apath, ident)
+        try:
             rec = json.loads(rec_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return out
+        except (OSError, ValueError):
+            out.damaged = True
+            return out
+        if not isinstance(rec, dict) or "checksum" not in rec:
+            return out  # written before records carried a checksum: not believed, not damage
+        body = {k: v for k, v in rec.items() if k != "checksum"}
+        try:
+            out.damaged = rec["checksum"] != json_checksum(body)
+        except ValueError:
+            out.damaged = True
+        if out.damaged:
+            return out
+        with contextlib.suppress(KeyError, TypeError):
             if rec["path"] == apath and rec["stat"] == ident and len(rec["digest"]) == 64:
-                return rec_path, apath, ident, str(rec["digest"])
-        return rec_path, apath, ident, None
+                out.digest = str(rec["digest"])
+        return out
 
     def known_digest(self, path: Path) -> str | None:
         """The digest recorded for *path* when the file is unchanged since, else None (cheap)."""
         try:
-            return self._stat_record(path)[3]
+            return self._stat_record(path).digest
         except OSError:
             return None
 
     def digest(self, path: Path) -> str:
-        """Content digest of *path*, from the stat record when the file is unchanged.
+        """Content digest of *path*, from the stat record when the file is unchanged and the
+        record passes its checksum (a damaged record is noted, and rewritten).
 
         Raises:
             OSError: the file cannot be read.
         """
-        rec_path, apath, ident, known = self._stat_record(path)
-        if known is not None:
-            return known
+        rec = self._stat_record(path)
+        if rec.digest is not None:
+            return rec.digest
+        if rec.damaged:
+            self.note(str(path), "content digest", "checksum differs", "hashed again")
         digest = file_digest(path)
-        if path.stat().st_mtime_ns == ident[1]:  # not rewritten while hashing
+        if path.stat().st_mtime_ns == rec.ident[1]:  # not rewritten while hashing
+            body = {"path": rec.apath, "stat": rec.ident, "digest": digest}
             with contextlib.suppress(OSError):
-                atomic_write(rec_path, json.dumps({"path": apath, "stat": ident, "digest": digest}))
+                atomic_write(rec.path, json.dumps({**body, "checksum": json_checksum(body)}))
         return digest
 
     def key(self, kind: str, paths: Sequence[Path], options: dict[str, Any] | None = None) -> str:
@@ -212,6 +253,8 @@ class TraceCache:
         except CacheCorruptError as e:
             status, note = "rebuilt", str(e)
             self.traces.remove(key)
+            label = str(paths[0]) + (f" (+{len(paths) - 1} more)" if len(paths) > 1 else "")
+            self.note(label, "parsed trace", note, "parsed again")
         traces = read()
         try:
             size = self.put(key, kind, paths, traces)

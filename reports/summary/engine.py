@@ -63,6 +63,8 @@ class ParallelResult:
     units: list[UnitResult]
     """Per task, in input order (entries and digests dropped to keep this small)."""
     notes: list[str] = field(default_factory=list)
+    cache_notes: list[str] = field(default_factory=list)
+    """One line per cached part that failed a check and was rebuilt (the CLI prints them)."""
 
     @property
     def exit_code(self) -> int:
@@ -172,7 +174,8 @@ def analyze_paths(
     )
     for r in res:
         r.entries, r.digests = [], []
-    return ParallelResult(summary, file_errors, mode, n, res, notes)
+    cache_notes = list(dict.fromkeys(line for r in res for line in r.cache_notes))
+    return ParallelResult(summary, file_errors, mode, n, res, notes, cache_notes)
 
 
 def _claim_ranks(

@@ -63,6 +63,8 @@ class UnitResult:
     digests: list[RankDigest] = field(default_factory=list)
     error: FileError | None = None
     cache_status: str | None = None
+    cache_notes: list[str] = field(default_factory=list)
+    """One line per cached part of this input that failed a check and was rebuilt."""
     peak_rss_bytes: int | None = None
     """Peak resident memory of the worker process during this task (None in this process)."""
     seconds: float = 0.0
@@ -167,8 +169,9 @@ def run_unit(
                 out.cache_status = "results"
             except FileNotFoundError:
                 pass
-            except CacheCorruptError:
+            except CacheCorruptError as e:
                 cache.results.remove(rkey)
+                cache.note(_unit_path(unit), "per-rank results", str(e), "recomputed")
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
@@ -187,6 +190,8 @@ def run_unit(
         out.error = _internal(unit, e)
     if out.error is not None:
         out.entries, out.digests = [], []
+    if cache is not None:
+        out.cache_notes = list(cache.notes)
     out.seconds = time.perf_counter() - t0
     out.peak_rss_bytes = _peak_rss() if measured else None
     return out
