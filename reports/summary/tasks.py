@@ -79,14 +79,24 @@ def result_versions() -> dict[str, Any]:
     return {**versions(), "analysis": source_fingerprint("collectors", "analyzers", "reports")}
 
 
-def _result_key(trace_key: str, options: AnalysisOptions, inputs: AnalysisInputs) -> str | None:
-    """Key of the unit's per-rank results (None when *inputs* cannot be fingerprinted)."""
+def _result_key(
+    unit: Unit, trace_key: str, options: AnalysisOptions, inputs: AnalysisInputs
+) -> str | None:
+    """Key of the unit's per-rank results (None when *inputs* cannot be fingerprinted).
+
+    Besides the content (*trace_key*), the code, the options and the side inputs, the key holds
+    the inputs' paths as spelled in this call: a rank's results name its file (``sources``,
+    ``run.ranks[].source_path``, rank-claim errors), so a copy of a file elsewhere, or the same
+    file spelled another way, gets its own results, never those naming another path.  (The
+    parse cache below is shared by copies: it re-spells the path itself.)
+    """
     try:
         inputs_id = hashlib.sha256(pickle.dumps(inputs, protocol=5)).hexdigest()
     except Exception:  # unpicklable side inputs: no result caching
         return None
     ident = {
         "trace": trace_key,
+        "paths": [str(p) for p in unit.paths],
         "versions": result_versions(),
         "options": dataclasses.asdict(options),
         "inputs": inputs_id,
@@ -162,7 +172,7 @@ def run_unit(
         if cache is not None and not unit.reps:
             with contextlib.suppress(OSError):  # unreadable input: the reader says why
                 tkey = cache.key(unit.kind, unit.paths)
-                rkey = _result_key(tkey, options, inputs)
+                rkey = _result_key(unit, tkey, options, inputs)
         if cache is not None and rkey is not None:
             try:
                 out.entries, out.digests = _from_cache(cache.results.read_ranks(rkey))
@@ -226,7 +236,7 @@ def _results_cached(
         if u.reps or any(cache.known_digest(p) is None for p in u.paths):
             return False
         try:
-            rkey = _result_key(cache.key(u.kind, list(u.paths)), options, inputs)
+            rkey = _result_key(u, cache.key(u.kind, list(u.paths)), options, inputs)
         except OSError:
             return False
         if rkey is None or not (cache.results.path(rkey) / "manifest.json").is_file():
