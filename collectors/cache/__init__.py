@@ -43,33 +43,71 @@ Modules: :mod:`~collectors.cache.hashing` (digests, fingerprints, versions),
 :mod:`~collectors.cache.entries` (the checked entry store), :mod:`~collectors.cache.trace_cache`
 (the cache of parsed Traces), :mod:`~collectors.cache.results` (per-rank results, versioned by
 the caller), :mod:`~collectors.cache.readers` (readers through the trace cache).
+
+The names below are imported from their modules on first use (``from collectors.cache import
+TraceCache`` works; importing the package alone loads nothing else, so ``--no-cache`` pays for
+none of it).
 """
 
 from __future__ import annotations
 
-from collectors.cache.arrow_tables import table_from_arrow, table_to_arrow
-from collectors.cache.entries import MANIFEST, AreaInfo, EntryStore
-from collectors.cache.errors import CacheCorruptError, UnencodableError
-from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
-from collectors.cache.hashing import (
-    CACHE_FORMAT,
-    code_fingerprint,
-    file_digest,
-    library_versions,
-    source_fingerprint,
-    tool_version,
-    versions,
-)
-from collectors.cache.readers import read_kineto_cached, read_nsys_cached
-from collectors.cache.results import RankResult, ResultStore
-from collectors.cache.trace_cache import (
-    CACHE_ENV,
-    TABLES,
-    CacheInfo,
-    LoadOutcome,
-    TraceCache,
-    cache_dir,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collectors.cache.arrow_tables import table_from_arrow, table_to_arrow
+    from collectors.cache.entries import MANIFEST, AreaInfo, EntryStore
+    from collectors.cache.errors import CacheCorruptError, UnencodableError
+    from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
+    from collectors.cache.hashing import (
+        CACHE_FORMAT,
+        code_fingerprint,
+        file_digest,
+        library_versions,
+        source_fingerprint,
+        tool_version,
+        versions,
+    )
+    from collectors.cache.readers import LoadOutcome, read_kineto_cached, read_nsys_cached
+    from collectors.cache.results import RankResult, ResultStore
+    from collectors.cache.trace_cache import (
+        CACHE_ENV,
+        TABLES,
+        CacheInfo,
+        TraceCache,
+        cache_dir,
+    )
+
+_WHERE = {
+    "table_from_arrow": "arrow_tables",
+    "table_to_arrow": "arrow_tables",
+    "MANIFEST": "entries",
+    "AreaInfo": "entries",
+    "EntryStore": "entries",
+    "CacheCorruptError": "errors",
+    "UnencodableError": "errors",
+    "dumps_exact": "exact_json",
+    "loads_exact": "exact_json",
+    "meta_from_dict": "exact_json",
+    "meta_to_dict": "exact_json",
+    "CACHE_FORMAT": "hashing",
+    "code_fingerprint": "hashing",
+    "file_digest": "hashing",
+    "library_versions": "hashing",
+    "source_fingerprint": "hashing",
+    "tool_version": "hashing",
+    "versions": "hashing",
+    "read_kineto_cached": "readers",
+    "read_nsys_cached": "readers",
+    "RankResult": "results",
+    "ResultStore": "results",
+    "CACHE_ENV": "trace_cache",
+    "TABLES": "trace_cache",
+    "CacheInfo": "trace_cache",
+    "LoadOutcome": "readers",
+    "TraceCache": "trace_cache",
+    "cache_dir": "trace_cache",
+}
 
 __all__ = [
     "CACHE_ENV",
@@ -101,3 +139,10 @@ __all__ = [
     "tool_version",
     "versions",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'collectors.cache' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"collectors.cache.{module}"), name)

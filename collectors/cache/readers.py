@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from collectors.cache.trace_cache import LoadOutcome, TraceCache
-from collectors.model import Trace
+if TYPE_CHECKING:
+    from collectors.cache.trace_cache import TraceCache
+    from collectors.model import Trace
+
+
+@dataclass
+class LoadOutcome:
+    """How one cached load went."""
+
+    status: str
+    """``hit`` | ``built`` (no entry: parsed and stored) | ``rebuilt`` (a bad entry was
+    removed, parsed and stored) | ``uncacheable`` (parsed; a value cannot be stored exactly)
+    | ``bypass`` (cache not used) | ``unwritable`` (parsed; the entry could not be written)."""
+    key: str | None = None
+    note: str | None = None
+    entry_bytes: int = 0
 
 
 def read_kineto_cached(

@@ -21,6 +21,7 @@ from collectors.cache.entries import AreaInfo, EntryStore, atomic_write
 from collectors.cache.errors import CacheCorruptError, UnencodableError
 from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
 from collectors.cache.hashing import file_digest, json_checksum, sha256, versions
+from collectors.cache.readers import LoadOutcome
 from collectors.cache.results import ResultStore
 from collectors.model import Trace
 
@@ -39,19 +40,6 @@ def cache_dir(root: str | Path | None = None) -> Path:
     if env:
         return Path(env)
     return Path.home() / ".cache" / "gpuscope"
-
-
-@dataclass
-class LoadOutcome:
-    """How one cached load went."""
-
-    status: str
-    """``hit`` | ``built`` (no entry: parsed and stored) | ``rebuilt`` (a bad entry was
-    removed, parsed and stored) | ``uncacheable`` (parsed; a value cannot be stored exactly)
-    | ``bypass`` (cache not used) | ``unwritable`` (parsed; the entry could not be written)."""
-    key: str | None = None
-    note: str | None = None
-    entry_bytes: int = 0
 
 
 @dataclass

@@ -42,10 +42,10 @@ from collectors.model import (
     Trace,
 )
 from reports.summary.assemble import summary_document
-from reports.summary.executors import _picklable, _run_dask, _run_local
+from reports.summary.executors import picklable, run_dask, run_local
 from reports.summary.many_ranks import RankDigest
 from reports.summary.planning import Unit, plan_units, pool_size
-from reports.summary.tasks import FileError, UnitResult, _results_cached, read_unit, run_unit
+from reports.summary.tasks import FileError, UnitResult, read_unit, results_cached, run_unit
 
 ProgressFn = Callable[[int, int, str], None]
 """``progress(done, total, label)``: called once per finished input (label = its file name)."""
@@ -104,14 +104,16 @@ def analyze_paths(
             could be analysed (with one input: that input's own error).
         UsageError: bad *scheduler*/*workers*, or the Dask scheduler cannot be reached.
     """
-    from collectors.cache import cache_dir as default_cache_dir
-
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     options = options or AnalysisOptions()
     inputs = inputs or AnalysisInputs()
     units = plan_units(paths)
-    cache_root = str(default_cache_dir(cache_dir)) if use_cache else None
+    cache_root = None
+    if use_cache:  # the cache's modules are not even imported without it
+        from collectors.cache.trace_cache import cache_dir as default_cache_dir
+
+        cache_root = str(default_cache_dir(cache_dir))
     args = (options, inputs, cache_root)
     results: list[UnitResult | None] = [None] * len(units)
     notes: list[str] = []
@@ -126,16 +128,16 @@ def analyze_paths(
 
     if scheduler is not None and "://" in scheduler:
         mode = scheduler
-        n = _run_dask(scheduler, units, args, done)
+        n = run_dask(scheduler, units, args, done)
         if workers is not None:
             notes.append("--workers is ignored with --scheduler (the cluster has its workers)")
     elif scheduler in (None, "processes", "sync", "local"):
         n, _peak, _avail, size_notes = pool_size(units, workers, cache_root)
         notes += size_notes
-        cached = scheduler is None and _results_cached(units, options, inputs, cache_root)
+        cached = scheduler is None and results_cached(units, options, inputs, cache_root)
         if cached:
             notes.append("every input's per-rank results are cached: read in this process")
-        elif scheduler != "sync" and not _picklable((options, inputs)):
+        elif scheduler != "sync" and not picklable((options, inputs)):
             notes.append(
                 "the side inputs (AnalysisInputs) cannot be sent to worker processes: ran here"
             )
@@ -148,7 +150,7 @@ def analyze_paths(
                 done(run_unit(u, i, *args, measure=False))
         else:
             mode = "processes"
-            _run_local(units, args, n, done)
+            run_local(units, args, n, done)
     else:
         raise UsageError(
             f"--scheduler must be a Dask address such as tcp://HOST:8786, not {scheduler!r}"

@@ -4,28 +4,38 @@ distributed cluster (docs/scale.md §1)."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import os
 import pickle
-import uuid
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors import errors as errors_mod
 from collectors.errors import UsageError
 from reports.summary.planning import Unit
-from reports.summary.tasks import FileError, UnitResult, _internal, _unit_path, run_unit_in_worker
+from reports.summary.tasks import (
+    FileError,
+    UnitResult,
+    internal_error,
+    run_unit_in_worker,
+    unit_path,
+)
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
-def _run_local(
+def run_local(
     units: list[Unit],
     args: tuple[Any, ...],
     workers: int,
     done: Callable[[UnitResult], None],
 ) -> None:
     """Run the tasks in a pool of *workers* spawned processes, largest inputs first."""
-    order = sorted(range(len(units)), key=lambda i: -_size(units[i]))
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    order = sorted(range(len(units)), key=lambda i: -unit_bytes(units[i]))
     pending = list(order)
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
@@ -42,7 +52,7 @@ def _run_local(
                 except BrokenProcessPool:
                     broken.append(i)
                 except Exception as e:  # the task's arguments or result failed to pickle
-                    done(UnitResult(index=i, error=_internal(units[i], e)))
+                    done(UnitResult(index=i, error=internal_error(units[i], e)))
     # a worker died (killed for memory?): retry those inputs one at a time, alone
     for i in broken:
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
@@ -53,7 +63,7 @@ def _run_local(
                     UnitResult(
                         index=i,
                         error=FileError(
-                            _unit_path(units[i]),
+                            unit_path(units[i]),
                             "the worker process died while analysing it (out of memory?)",
                             "InputError",
                         ),
@@ -61,7 +71,7 @@ def _run_local(
                 )
 
 
-def _picklable(value: Any) -> bool:
+def picklable(value: Any) -> bool:
     try:
         pickle.dumps(value, protocol=5)
     except Exception:
@@ -69,13 +79,13 @@ def _picklable(value: Any) -> bool:
     return True
 
 
-def _size(unit: Unit) -> int:
+def unit_bytes(unit: Unit) -> int:
     with contextlib.suppress(OSError):
         return sum(p.stat().st_size for p in (*unit.paths, *unit.reps))
     return 0
 
 
-def _run_dask(
+def run_dask(
     address: str,
     units: list[Unit],
     args: tuple[Any, ...],
@@ -94,7 +104,7 @@ def _run_dask(
         raise UsageError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
     with client:
         threads = sum(client.nthreads().values())
-        run_id = uuid.uuid4().hex[:12]
+        run_id = os.urandom(6).hex()
         try:
             futures = [
                 client.submit(
@@ -116,7 +126,7 @@ def _run_dask(
                     UnitResult(
                         index=i,
                         error=FileError(
-                            _unit_path(units[i]),
+                            unit_path(units[i]),
                             f"the Dask task failed ({type(e).__name__}: {e})",
                             "InputError",
                         ),

@@ -11,9 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.kineto_decode import gzip_isize
-from collectors.kineto_parallel import usable_cpus
-
 WORKER_BASE_BYTES = 200 * 2**20
 """Planned memory of a worker before its task (measured: about 125 MiB with gpuscope's modules
 imported; the rest is margin)."""
@@ -95,6 +92,8 @@ def available_memory_bytes() -> int:
 def _json_bytes(path: Path) -> int:
     """Uncompressed size of a Kineto file (gzip's ISIZE trailer; at least 10x the .gz)."""
     size = path.stat().st_size
+    from collectors.kineto_decode import gzip_isize
+
     isize = None
     with contextlib.suppress(OSError):
         isize = gzip_isize(path)
@@ -138,6 +137,8 @@ def pool_size(
 ) -> tuple[int, int, int, list[str]]:
     """(workers, planned peak per worker, available memory, notes) for the local pool."""
     notes = []
+    from collectors.kineto_parallel import usable_cpus
+
     cpus = usable_cpus()
     peak = max((estimate_peak_bytes(u, cache_root) for u in units), default=WORKER_BASE_BYTES)
     avail = available_memory_bytes()

@@ -161,12 +161,16 @@ def run_unit(
 
     Never raises (except ``KeyboardInterrupt``): errors come back in :attr:`UnitResult.error`.
     """
-    from collectors.cache import CacheCorruptError, TraceCache, UnencodableError
+    from collectors.cache.errors import CacheCorruptError, UnencodableError
 
     t0 = time.perf_counter()
     measured = measure and _reset_peak()
     out = UnitResult(index=index, worker=f"{os.uname().nodename}:{os.getpid()}")
-    cache = TraceCache(cache_root, result_versions) if cache_root is not None else None
+    cache = None
+    if cache_root is not None:
+        from collectors.cache.trace_cache import TraceCache
+
+        cache = TraceCache(cache_root, result_versions)
     try:
         tkey = rkey = None
         if cache is not None and not unit.reps:
@@ -181,7 +185,7 @@ def run_unit(
                 pass
             except CacheCorruptError as e:
                 cache.results.remove(rkey)
-                cache.note(_unit_path(unit), "per-rank results", str(e), "recomputed")
+                cache.note(unit_path(unit), "per-rank results", str(e), "recomputed")
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
@@ -195,9 +199,9 @@ def run_unit(
     except GpuscopeError as e:
         out.error = FileError(e.path, e.message, type(e).__name__, e.exit_code)
     except MemoryError:
-        out.error = FileError(_unit_path(unit), "out of memory while analysing it", "InputError")
+        out.error = FileError(unit_path(unit), "out of memory while analysing it", "InputError")
     except Exception as e:  # a bug: report it against the file instead of losing the run
-        out.error = _internal(unit, e)
+        out.error = internal_error(unit, e)
     if out.error is not None:
         out.entries, out.digests = [], []
     if cache is not None:
@@ -207,19 +211,19 @@ def run_unit(
     return out
 
 
-def _internal(unit: Unit, e: BaseException) -> FileError:
+def internal_error(unit: Unit, e: BaseException) -> FileError:
     return FileError(
-        _unit_path(unit),
+        unit_path(unit),
         f"internal error while analysing it ({type(e).__name__}: {e}); please report it",
         "internal",
     )
 
 
-def _unit_path(unit: Unit) -> str:
+def unit_path(unit: Unit) -> str:
     return str(unit.paths[0] if len(unit.paths) + len(unit.reps) == 1 else unit.label)
 
 
-def _results_cached(
+def results_cached(
     units: Sequence[Unit],
     options: AnalysisOptions,
     inputs: AnalysisInputs,
