@@ -1,4 +1,4 @@
-"""The summary's ``run`` section (reports/series_sections.py) and the report's counter view:
+"""The summary's ``run`` section (reports/summary/sections/series.py) and the report's counter view:
 NVML series, decimation, throttle bands, step marks, energy per step, run metadata, ranges
 (docs/report.md §2, §5)."""
 
