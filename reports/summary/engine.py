@@ -6,16 +6,19 @@ but never holds more than one rank's Trace per worker:
 * **map** (one task per input file; all Nsight Systems exports of a run form one task, since
   their ranks are assigned across files): load the Traces through the parse cache
   (:mod:`collectors.cache`), compute every per-rank section of
-  :data:`reports.summary.RANK_SECTIONS`, and return the rank's JSON entry plus the small inputs
-  the cross-rank sections need (:data:`RUN_REDUCERS`: the trace meta; for ``comm_skew`` the
-  rank's window collectives with GPU work; for ``run`` the rank's own object — KB, not the
-  trace).  With the cache, both are stored per input and reused while nothing changed.
+  :data:`reports.summary.registry.RANK_SECTIONS`, and return the rank's JSON entry plus the small
+  inputs the cross-rank sections need (:data:`reports.summary.many_ranks.RUN_REDUCERS`: the
+  trace meta; for ``comm_skew`` the rank's window collectives with GPU work; for ``run`` the
+  rank's own object — KB, not the trace); :mod:`reports.summary.tasks`.  With the cache, both
+  are stored per input and reused while nothing changed.
 * **reduce** (in the calling process): order the ranks as ``load_traces`` does, reject a second
-  file claiming a rank, and run :data:`reports.summary.RUN_SECTIONS` on stand-in Traces built
-  from those inputs.  A run section without a reducer is computed from whole Traces re-read in
+  file claiming a rank, and assemble the summary as :func:`reports.summary.build_summary` does
+  (:func:`reports.summary.assemble.summary_document`: the run sections on stand-in Traces built
+  from those inputs).  A run section without a reducer is computed from whole Traces re-read in
   the caller (correct, not scalable; noted in :attr:`ParallelResult.notes`).
 
-Executors: ``scheduler=None`` runs the tasks in a pool of ``spawn`` worker processes sized from
+Executors (:mod:`reports.summary.executors`; pool size: :mod:`reports.summary.planning`):
+``scheduler=None`` runs the tasks in a pool of ``spawn`` worker processes sized from
 the CPUs, the available memory and an estimated per-task peak (in this process when there is
 one task or one worker, or every task's results are cached); ``"processes"`` forces the
 pool, ``"sync"`` forces this process; an address (``tcp://host:8786``) runs them on that Dask
@@ -38,9 +41,7 @@ from typing import Any
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
-from collectors.model import (
-    Trace,
-)
+from collectors.model import Trace
 from reports.summary.assemble import summary_document
 from reports.summary.executors import picklable, run_dask, run_local
 from reports.summary.many_ranks import RankDigest

@@ -19,9 +19,7 @@ from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError
-from collectors.model import (
-    Trace,
-)
+from collectors.model import Trace
 from reports.summary.assemble import rank_entry
 from reports.summary.many_ranks import RankDigest, rank_digest
 from reports.summary.planning import Unit
