@@ -63,6 +63,7 @@ GPUSCOPE_TO_CHILD = (
     + """
 import os
 from pathlib import Path
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader's code, loaded before the clock
 from collectors.cache import TraceCache, read_kineto_cached
@@ -80,8 +81,8 @@ else:
     traces, outcome = read_kineto_cached(Path(trace), TraceCache(cache_dir))
     assert outcome.status == "hit", outcome
 opts = AnalysisOptions()
-tb = cs.temporal(traces[0], opts, {})
-ov = cs.overlap(traces[0], opts, {})
+tb = cs.temporal(traces[0], opts, AnalysisInputs())
+ov = cs.overlap(traces[0], opts, AnalysisInputs())
 t2 = time.perf_counter()
 helper = kineto_parallel.last_helper
 print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "cpu_s": _cpu() - c1,

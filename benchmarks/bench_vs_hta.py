@@ -59,6 +59,7 @@ GPUSCOPE_CHILD = (
     + _RUSAGE
     + """
 import json, os, sys
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader, loaded before the clock (as HTA's)
 from collectors.load import load_traces
@@ -69,7 +70,7 @@ os.environ["GPUSCOPE_READ_STATS"] = "1"  # a two-process read reports its helper
 t1 = time.perf_counter()
 opts = AnalysisOptions()
 sections = ("device", "window", "kernel_summary", "temporal", "overlap", "steps")
-ranks = [{"rank": t.rank, **{k: getattr(cs, k)(t, opts, {}) for k in sections}}
+ranks = [{"rank": t.rank, **{k: getattr(cs, k)(t, opts, AnalysisInputs()) for k in sections}}
          for t in load_traces([trace])]
 summary = {"schema_version": 1, "ranks": ranks}
 write_summary(summary, out)
