@@ -1,6 +1,6 @@
 """Per-collective summary and exposed communication of one rank (docs/communication.md §5–6).
 
-Inputs: the rank's collectives table (``trace.collectives``, :mod:`collectors.collectives`)
+Inputs: the rank's collectives table (:func:`analyzers.collectives.collectives_table`)
 restricted to the analysis window (a collective is in the window when its first GPU row is one
 of :func:`analyzers.window.gpu_events`), and ``G``, ``P``, ``C`` of :mod:`analyzers.temporal`.
 
@@ -37,6 +37,7 @@ import pandas as pd
 
 from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION
+from analyzers.collectives import collectives_table
 from analyzers.options import AnalysisOptions
 from analyzers.steps import window_steps
 from analyzers.temporal import typed_events
@@ -82,11 +83,11 @@ def size_bucket(message_bytes: pd.Series) -> pd.Series:
 
 
 def window_collectives(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
-    """The rows of ``trace.collectives`` with GPU work inside the analysis window."""
+    """The rows of the collectives table with GPU work inside the analysis window."""
     from analyzers.window import gpu_events
 
     options = options or AnalysisOptions()
-    c = trace.collectives
+    c = collectives_table(trace)
     if c.empty:
         return c
     kept = gpu_events(trace, options).index
@@ -226,4 +227,4 @@ def gpu_row_labels(collectives: pd.DataFrame, column: str) -> pd.Series:
 
 def exposed_by_collective(trace: Trace, options: AnalysisOptions | None = None) -> ExposedComm:
     """:func:`exposed_by` with each NCCL GPU row labelled by its collective's type."""
-    return exposed_by(trace, gpu_row_labels(trace.collectives, "collective"), options)
+    return exposed_by(trace, gpu_row_labels(collectives_table(trace), "collective"), options)

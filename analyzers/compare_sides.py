@@ -22,7 +22,7 @@ A side is built from traces (:func:`side_from_traces`) or from a JSON summary
                 the innermost ``cpu_op`` around the launch on its thread;
                 ``ProfilerStep#*`` excluded); key = op name +
                 ``input_dims``; counted per op call
-    collective  ``Trace.collectives`` rows whose first GPU row is in the     launch, else GPU
+    collective  collectives-table rows whose first GPU row is in the     launch, else GPU
                 window; key = collective + ``message_bytes``; time =          start
                 ``duration_ns``
     annotation  user / NVTX / GPU-user annotations starting in the window;    range start
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from analyzers.collectives import collectives_table
 from analyzers.kernel_summary import UNNAMED
 from analyzers.name_normalize import normalize_kernel_name
 from analyzers.options import AnalysisOptions
@@ -202,7 +203,7 @@ def size_label(n: int) -> str:
 
 
 def _collective_view(trace: Trace, window_rows: pd.Index) -> pd.DataFrame:
-    c = trace.collectives
+    c = collectives_table(trace)
     c = c[(c["gpu_row"] >= 0).to_numpy() & np.isin(c["gpu_row"].to_numpy(), window_rows)]
     name = c["collective"].astype(object).where(c["collective"].notna(), "?").to_numpy()
     size = c["message_bytes"].to_numpy()

@@ -329,7 +329,7 @@ def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class LaunchResult:
-    """Everything :mod:`reports.wait_sections` shows about launches for one rank."""
+    """Everything :mod:`reports.summary.sections.wait` shows about launches for one rank."""
 
     hta: LaunchStats
     hta_pairs: pd.DataFrame

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from analyzers.collectives import collectives_table
 from analyzers.comm import exposed_by, gpu_row_labels, window_collectives
 from analyzers.options import AnalysisOptions
 
@@ -162,7 +163,7 @@ def _classify(
 def trace_process_groups(trace: Trace) -> pd.DataFrame:
     """:func:`process_groups` of one rank's trace (its collectives and pg_config)."""
     info = trace.meta.extra.get("distributedInfo") or {}
-    return process_groups(trace.collectives, trace.meta.world_size, info.get("pg_config"))
+    return process_groups(collectives_table(trace), trace.meta.world_size, info.get("pg_config"))
 
 
 def comm_by_dimension(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
@@ -174,7 +175,7 @@ def comm_by_dimension(trace: Trace, options: AnalysisOptions | None = None) -> p
     options = options or AnalysisOptions()
     groups = trace_process_groups(trace)
     dim_of = dict(zip(groups["pg_name"], groups["dimension"], strict=True))
-    c = trace.collectives
+    c = collectives_table(trace)
     dims = c["pg_name"].map(lambda p: dim_of.get(p, "unknown") if isinstance(p, str) else None)
     c = c.assign(dimension=dims.fillna("unknown"))
     ex = exposed_by(trace, gpu_row_labels(c, "dimension"), options)

@@ -6,7 +6,7 @@ A. **gpuscope vs HTA** on the largest real trace: load + temporal breakdown + ov
    (``collectors.cache``); HTA 0.6.1 (``traceinsight``, ``HTA_DISABLE_NS_ROUNDING=1``) in its
    own venv (``bench_vs_hta.ensure_hta_venv``).  Target: ≥ 10x faster at ≤ half the peak RSS.
 B. **cached re-analysis vs first analysis** of the same trace with every summary section
-   (``reports.parallel.analyze_paths``): cold cache; warm cache (per-rank results reused);
+   (``reports.summary.engine.analyze_paths``): cold cache; warm cache (per-rank results reused);
    warm trace cache only (results removed, sections recomputed).  Target: ≥ 20x.
 C. **many ranks, 1 vs 2 workers**: ``analyze_paths`` over ranks from
    ``benchmarks/scale_generator.py`` (default 64 ranks × 50 MB) in a pool of 1 worker process
@@ -63,11 +63,12 @@ GPUSCOPE_TO_CHILD = (
     + """
 import os
 from pathlib import Path
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader's code, loaded before the clock
 from collectors.cache import TraceCache, read_kineto_cached
 from collectors.load import load_traces
-from reports import core_sections as cs
+from reports.summary.sections import core as cs
 trace, mode, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 os.environ["GPUSCOPE_READ_STATS"] = "1"
 if mode == "parse-serial":
@@ -80,8 +81,8 @@ else:
     traces, outcome = read_kineto_cached(Path(trace), TraceCache(cache_dir))
     assert outcome.status == "hit", outcome
 opts = AnalysisOptions()
-tb = cs.temporal(traces[0], opts, {})
-ov = cs.overlap(traces[0], opts, {})
+tb = cs.temporal(traces[0], opts, AnalysisInputs())
+ov = cs.overlap(traces[0], opts, AnalysisInputs())
 t2 = time.perf_counter()
 helper = kineto_parallel.last_helper
 print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "cpu_s": _cpu() - c1,
@@ -123,10 +124,10 @@ ANALYZE_CHILD = (
     + """
 if __name__ == "__main__":
     import importlib
-    from reports.parallel import analyze_paths
-    from reports.summary import RANK_SECTIONS, RUN_SECTIONS
-    for _, spec in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
-        importlib.import_module(spec.partition(":")[0])
+    from reports.summary.engine import analyze_paths
+    from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
+    for _, fn in RANK_SECTIONS + RUN_SECTIONS:  # code loaded before the clock, as for HTA
+        importlib.import_module(fn.__module__)
     for module in ("collectors.cache", "collectors.load", "collectors.kineto", "analyzers.comm",
                    "analyzers.skew", "importlib.metadata"):  # what analyze_paths imports lazily
         importlib.import_module(module)

@@ -59,17 +59,18 @@ GPUSCOPE_CHILD = (
     + _RUSAGE
     + """
 import json, os, sys
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors import kineto, kineto_parallel  # the reader, loaded before the clock (as HTA's)
 from collectors.load import load_traces
-from reports import core_sections as cs
+from reports.summary.sections import core as cs
 from reports.summary import write_summary
 trace, out = sys.argv[1], sys.argv[2]
 os.environ["GPUSCOPE_READ_STATS"] = "1"  # a two-process read reports its helper's memory
 t1 = time.perf_counter()
 opts = AnalysisOptions()
 sections = ("device", "window", "kernel_summary", "temporal", "overlap", "steps")
-ranks = [{"rank": t.rank, **{k: getattr(cs, k)(t, opts, {}) for k in sections}}
+ranks = [{"rank": t.rank, **{k: getattr(cs, k)(t, opts, AnalysisInputs()) for k in sections}}
          for t in load_traces([trace])]
 summary = {"schema_version": 1, "ranks": ranks}
 write_summary(summary, out)

@@ -7,11 +7,14 @@ imported inside the command so that ``gpuscope --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from collectors.errors import UsageError
+
+if TYPE_CHECKING:
+    from analyzers.inputs import AnalysisInputs
 
 HTA_VERSIONS = ("0.6", "0.5")
 
@@ -64,6 +67,27 @@ def _check_options(hta_version: str) -> None:
         )
 
 
+def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> AnalysisInputs:
+    """The side inputs, each file read once here: the ncu CSV, the peak table (the built-in
+    one overridden by *peaks*) and, with an ncu report, the ceilings of the *gpu* named.
+
+    Raises:
+        InputError: the ncu CSV or the peak file is missing or invalid.
+        UsageError: *gpu* names no known GPU.
+    """
+    from analyzers.gpu_peaks import load_peaks
+    from analyzers.inputs import AnalysisInputs
+
+    report = None
+    if ncu is not None:
+        from collectors.ncu import read_ncu_csv
+
+        report = read_ncu_csv(ncu)
+    table = load_peaks(peaks)
+    ncu_peaks = table.get(gpu) if report is not None and gpu else None
+    return AnalysisInputs(ncu=report, ncu_peaks=ncu_peaks, gpu_peaks=table)
+
+
 def run_analyze(
     paths: list[str],
     json_out: Path | None = None,
@@ -88,20 +112,10 @@ def run_analyze(
 
     from analyzers.options import AnalysisOptions
     from reports.console import print_summary
-    from reports.parallel import analyze_paths, progress_bar
     from reports.summary import write_summary
+    from reports.summary.engine import analyze_paths, progress_bar
 
-    extras: dict[str, Any] = {}
-    if ncu is not None:
-        from collectors.ncu import read_ncu_csv
-
-        extras["ncu"] = read_ncu_csv(ncu)
-    if gpu is not None:
-        extras["ncu_gpu"] = gpu
-    if peaks is not None:
-        from analyzers.gpu_peaks import load_peaks
-
-        extras["gpu_peaks"] = load_peaks(peaks)
+    inputs = load_inputs(ncu, gpu, peaks)
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
@@ -110,12 +124,14 @@ def run_analyze(
         result = analyze_paths(
             paths,
             options,
-            extras,
+            inputs,
             scheduler=scheduler,
             workers=workers,
             use_cache=not no_cache,
             progress=progress,
         )
+    for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
+        err.print(f"gpuscope: note: {line}", markup=False)
     summary = result.summary
     written: list[Path] = []
     if json_out is not None:
@@ -132,8 +148,8 @@ def run_analyze(
     for p in written:
         out.print(f"Wrote {p}", markup=False)
     if result.errors:  # the readable inputs were analysed and written; say what was not
-        for e in result.errors:
-            err.print(f"gpuscope: error: {e.line()}", markup=False)
+        for bad in result.errors:
+            err.print(f"gpuscope: error: {bad.line()}", markup=False)
         raise typer.Exit(result.exit_code)
     return summary
 

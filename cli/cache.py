@@ -30,7 +30,7 @@ def _mib(n: int) -> str:
 
 def _open(cache_dir: Path | None) -> TraceCache:
     from collectors.cache import TraceCache
-    from reports.parallel import result_versions
+    from reports.summary.tasks import result_versions
 
     return TraceCache(cache_dir, result_versions=result_versions)
 

@@ -101,7 +101,7 @@ def run_commbench_cli(
         if json_out is not None:
             import json
 
-            from reports.comm_sections import nccl_tests_json
+            from reports.summary.sections.comm import nccl_tests_json
 
             try:
                 json_out.parent.mkdir(parents=True, exist_ok=True)

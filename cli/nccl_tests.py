@@ -36,8 +36,8 @@ def run_nccl_tests(
     from rich.console import Console
 
     from collectors.nccl_tests import peak_table, read_nccl_tests
-    from reports.comm_sections import nccl_tests_json
     from reports.nccl_tests_console import print_nccl_tests
+    from reports.summary.sections.comm import nccl_tests_json
 
     if nranks is not None and nranks < 1:
         raise UsageError("--nranks must be ≥ 1")

@@ -56,7 +56,6 @@ Tables
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -174,7 +173,11 @@ class TraceMeta:
 
 @dataclass
 class Trace:
-    """One rank's normalized trace.  Build with :func:`make_trace`; never mutate tables."""
+    """One rank's normalized trace.  Build with :func:`make_trace`; never mutate tables.
+
+    What analyses derive from it (e.g. the collectives table, :mod:`analyzers.collectives`) is
+    memoised beside the analyzers (:mod:`analyzers.memo`), not stored here.
+    """
 
     meta: TraceMeta
     gpu: pd.DataFrame
@@ -196,16 +199,6 @@ class Trace:
         if devs.empty:
             return self.meta.device()
         return self.meta.device(int(devs.mode().iloc[0])) or self.meta.device()
-
-    @cached_property
-    def collectives(self) -> pd.DataFrame:
-        """Per-collective table (NCCL), derived once from this trace's own tables.
-
-        Built by :func:`collectors.collectives.build_collectives`; see its docstring for columns.
-        """
-        from collectors.collectives import build_collectives
-
-        return build_collectives(self)
 
     def steps(self) -> pd.DataFrame:
         """Step annotations (``ProfilerStep#N``...) by start: step, start_ns, end_ns."""

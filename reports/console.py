@@ -6,8 +6,7 @@ Kernel and step names come from the trace and are untrusted: they are passed to 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -15,19 +14,24 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.comm_console import print_comm_sections
+from reports.efficiency_console import print_efficiency_sections
+from reports.wait_console import print_wait_sections
 
 TOP_KERNELS = 15
 """Kernel rows shown per rank (the JSON has them all)."""
 DETAIL_RANKS = 4
 """Per-rank kernel and step tables are printed for at most this many ranks."""
 
-RANK_RENDERERS: list[str] = [
-    "reports.wait_console:print_wait_sections",
-    "reports.comm_console:print_comm_sections",
-    "reports.efficiency_console:print_efficiency_sections",
-]
-"""Later features' per-rank console tables, ``"module:function"`` called as
-``fn(rank_dict, console)`` after the foundation's tables of each detailed rank (one line each)."""
+RankRenderer = Callable[[Mapping[str, Any], Console], None]
+
+RANK_RENDERERS: tuple[RankRenderer, ...] = (
+    print_wait_sections,
+    print_comm_sections,
+    print_efficiency_sections,
+)
+"""Later features' per-rank console tables, called as ``fn(rank_dict, console)`` after the
+foundation's tables of each detailed rank (one line each)."""
 
 
 _ms = fmt.ms
@@ -171,9 +175,8 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
             console.print(kernel_table(r, name_width=name_width, wide=wide))
         if r.get("steps"):
             console.print(step_table(r))
-        for spec in RANK_RENDERERS:
-            mod, _, fn = spec.partition(":")
-            getattr(importlib.import_module(mod), fn)(r, console)
+        for render in RANK_RENDERERS:
+            render(r, console)
     if len(ranks) > DETAIL_RANKS:
         console.print(
             f"(details of the other {len(ranks) - DETAIL_RANKS} ranks: see --json)",

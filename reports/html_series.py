@@ -18,7 +18,7 @@ import numpy as np
 
 from analyzers.headline import rank_step_rows
 from reports.html_metrics import Summary
-from reports.series_sections import decimate
+from reports.summary.sections.series import decimate
 
 MAX_BREAKDOWN_STEPS = 50
 MAX_BREAKDOWN_RANKS = 16

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import require_service, shared_path
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from cli.main import main
 from collectors.model import DeviceInfo, TraceMeta, make_trace
 from collectors.ncu import read_ncu_csv
-from reports.efficiency_sections import occupancy as occupancy_section
-from reports.efficiency_sections import roofline as roofline_section
+from reports.summary.sections.efficiency import occupancy as occupancy_section
+from reports.summary.sections.efficiency import roofline as roofline_section
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -198,9 +199,9 @@ def test_sections_on_a_real_trace_with_an_ncu_report_are_json_ready() -> None:
         [shared_path("kineto", "hta", "negative_queue_length_values_check", "rank0.json.gz")]
     )
     ncu = read_ncu_csv(shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_gemm.csv"))
-    extras = {"ncu": ncu}
-    occ = occupancy_section(t, AnalysisOptions(), extras)
-    roof = roofline_section(t, AnalysisOptions(), extras)
+    inputs = AnalysisInputs(ncu=ncu)
+    occ = occupancy_section(t, AnalysisOptions(), inputs)
+    roof = roofline_section(t, AnalysisOptions(), inputs)
     assert occ is not None and roof is not None
     json.dumps({"occupancy": occ, "roofline": roof}, allow_nan=False)
     assert occ["arch"] == "sm_80" and occ["kernels_with_config"] == 6080
@@ -212,13 +213,13 @@ def test_sections_on_a_real_trace_with_an_ncu_report_are_json_ready() -> None:
 
 def test_sections_are_absent_for_a_trace_without_kernels() -> None:
     t = make_trace(TraceMeta(rank=0, source_format="synthetic", devices=[DeviceInfo(id=0)]))
-    assert occupancy_section(t, AnalysisOptions(), {}) is None
-    assert roofline_section(t, AnalysisOptions(), {}) is None
+    assert occupancy_section(t, AnalysisOptions(), AnalysisInputs()) is None
+    assert roofline_section(t, AnalysisOptions(), AnalysisInputs()) is None
 
 
 def test_summary_registry_lists_the_two_sections() -> None:
-    from reports.summary import RANK_SECTIONS
+    from reports.summary.registry import RANK_SECTIONS
 
     specs = dict(RANK_SECTIONS)
-    assert specs["occupancy"] == "reports.efficiency_sections:occupancy"
-    assert specs["roofline"] == "reports.efficiency_sections:roofline"
+    assert specs["occupancy"] is occupancy_section
+    assert specs["roofline"] is roofline_section

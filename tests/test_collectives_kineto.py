@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from conftest import shared_path
 
+from analyzers.collectives import collectives_table
 from analyzers.comm import collective_summary, exposed_by_collective
 from analyzers.temporal import overlap
 from collectors.load import load_traces
@@ -105,7 +106,7 @@ def _expected_sizes(name: str) -> Counter[tuple[str, int]]:
 @pytest.mark.parametrize("name", ["nccl_data", "trace_filter", "negative_queue"])
 def test_every_nccl_kernel_belongs_to_one_classified_collective(name: str) -> None:
     t = _trace(name)
-    c = t.collectives
+    c = collectives_table(t)
     raw = _nccl_kernels(name)
     members = [r for rows in c["gpu_rows"] for r in rows]
     assert len(members) == len(set(members))
@@ -122,7 +123,7 @@ def test_every_nccl_kernel_belongs_to_one_classified_collective(name: str) -> No
 
 @pytest.mark.parametrize("name", list(TRACES))
 def test_message_sizes_are_those_recorded_by_the_profiler(name: str) -> None:
-    c = _trace(name).collectives
+    c = collectives_table(_trace(name))
     sized = c[c["size_source"].isin(["record_param_comms", "input_dims", "annotation_dims"])]
     got = Counter(zip(sized["collective"], sized["in_bytes"].astype(int), strict=True))
     assert got == _expected_sizes(name)
@@ -134,7 +135,7 @@ def test_message_sizes_are_those_recorded_by_the_profiler(name: str) -> None:
 
 def test_single_rank_collectives_are_calls_without_gpu_work() -> None:
     # ns_resolution ran NCCL on a 1-rank group: collective calls, but no NCCL kernel
-    c = _trace("ns_resolution").collectives
+    c = collectives_table(_trace("ns_resolution"))
     assert not _nccl_kernels("ns_resolution")
     assert len(c) == sum(_expected_sizes("ns_resolution").values()) > 0
     assert (c["n_gpu_rows"] == 0).all() and (c["start_ns"] == -1).all()
@@ -143,7 +144,7 @@ def test_single_rank_collectives_are_calls_without_gpu_work() -> None:
 
 
 def test_bandwidth_of_nccl_data_from_kernel_duration_and_comm_args() -> None:
-    c = _trace("nccl_data").collectives
+    c = collectives_table(_trace("nccl_data"))
     c = c[c["n_gpu_rows"] > 0]
     kernels = sorted(_nccl_kernels("nccl_data"), key=lambda e: e["ts"])
     assert len(c) == len(kernels) == 21
@@ -164,7 +165,7 @@ def test_bandwidth_of_nccl_data_from_kernel_duration_and_comm_args() -> None:
 
 def test_group_size_of_old_all_gather_comes_from_the_c10d_tensors() -> None:
     # trace_filter: c10d::_allgather_base_ has Input Dims [[1073741824], [16777216]] (int8)
-    c = _trace("trace_filter").collectives
+    c = collectives_table(_trace("trace_filter"))
     ag = c[c["collective"] == "all_gather"]
     assert len(ag) == 2
     assert set(ag["group_size"]) == {1073741824 // 16777216}
@@ -240,10 +241,10 @@ def test_bucket_boundaries_are_powers_of_two() -> None:
 
 
 def test_table_columns_have_model_dtypes() -> None:
-    from collectors.collectives import COLUMNS, INT_COLUMNS
+    from analyzers.collectives import COLUMNS, INT_COLUMNS
 
     for name in TRACES:
-        c = _trace(name).collectives
+        c = collectives_table(_trace(name))
         assert tuple(c.columns) == COLUMNS
         for col in INT_COLUMNS:
             assert c[col].dtype == np.int64, (name, col)

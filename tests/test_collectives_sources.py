@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.collectives import build_collectives, link_peak
+from analyzers.collectives import build_collectives, link_peak
 from collectors.model import DeviceInfo, TraceMeta, make_trace
 
 GPU_KEYS = (
@@ -365,7 +365,7 @@ def test_innermost_enclosing_range_matches_brute_force(ranges: list, points: lis
     # launches are linked to the innermost op containing them, on the same thread
     import pandas as pd
 
-    from collectors.collectives import _innermost
+    from analyzers.collectives.linking import innermost as _innermost
 
     df = pd.DataFrame(
         {

@@ -11,7 +11,8 @@ import json
 from test_comm_two_ranks import build_rank
 
 from collectors.model import TraceMeta, make_trace
-from reports.summary import RANK_SECTIONS, RUN_SECTIONS, build_summary
+from reports.summary import build_summary
+from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
 
 
 def test_summary_carries_collectives_comm_and_skew() -> None:

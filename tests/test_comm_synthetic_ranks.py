@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.collectives import collectives_table
 from analyzers.comm import exposed_by_collective, window_collectives
 from analyzers.skew import cross_rank_skew
 from collectors.load import load_traces
@@ -52,7 +53,7 @@ def test_sizes_and_groups_come_from_record_param_comms(run: tuple) -> None:
     for t in traces:
         ops = [e for e in _raw(folder, t.rank) if e["name"] == "record_param_comms"]
         want = sorted(e["args"]["In msg nelems"] * elt[e["args"]["dtype"]] for e in ops)
-        c = t.collectives
+        c = collectives_table(t)
         assert sorted(c["in_bytes"]) == want
         assert set(c["group_size"]) == {RANKS}
         assert (c["collective"] == "all_reduce").all()

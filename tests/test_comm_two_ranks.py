@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from analyzers.collectives import collectives_table
 from analyzers.comm import collective_summary, exposed_by_collective
 from analyzers.options import AnalysisOptions
 from analyzers.parallelism import comm_by_dimension, trace_process_groups
@@ -215,7 +216,7 @@ def test_skew_transfer_and_straggler(ranks: list[Any]) -> None:
 
 
 def test_bandwidth_and_link_share_of_the_all_gather(ranks: list[Any]) -> None:
-    c = ranks[0].collectives.set_index("collective")
+    c = collectives_table(ranks[0]).set_index("collective")
     ag = c.loc["all_gather"]
     assert (ag["in_bytes"], ag["out_bytes"], ag["message_bytes"]) == (4000, 8000, 8000)
     assert ag["algbw_gbps"] == pytest.approx(160.0)
@@ -223,7 +224,7 @@ def test_bandwidth_and_link_share_of_the_all_gather(ranks: list[Any]) -> None:
     assert ag["busbw_link_pct"] == pytest.approx(100 * 80 / 450)  # NVLink 4: 450 GB/s
     ar = c.loc["all_reduce"]  # 2 ranks: factor 2(n-1)/n = 1; 10,000 B / 400 ns
     assert ar["busbw_gbps"] == pytest.approx(25.0)
-    assert list(ranks[0].collectives["step"]) == [1, 2, 3]
+    assert list(collectives_table(ranks[0])["step"]) == [1, 2, 3]
 
 
 def test_summary_and_dimension_breakdown(ranks: list[Any]) -> None:

@@ -14,8 +14,8 @@ import pytest
 from collectors.errors import UsageError
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
-from reports.parallel import analyze_paths
 from reports.summary import build_summary
+from reports.summary.engine import analyze_paths
 
 distributed = pytest.importorskip("distributed")
 

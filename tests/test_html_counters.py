@@ -1,4 +1,4 @@
-"""The summary's ``run`` section (reports/series_sections.py) and the report's counter view:
+"""The summary's ``run`` section (reports/summary/sections/series.py) and the report's counter view:
 NVML series, decimation, throttle bands, step marks, energy per step, run metadata, ranges
 (docs/report.md §2, §5)."""
 
@@ -12,11 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import TraceMeta, make_trace
 from collectors.nvml import CSV_HEADER, read_counters
+from collectors.run_meta import read_run_meta
 from reports.html_series import counters
-from reports.series_sections import MAX_POINTS, decimate, run
+from reports.summary.sections.series import MAX_POINTS, decimate, run
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000
@@ -51,7 +53,7 @@ def node(tmp_path: Path) -> dict:
         rows.append((T0 + t * S + 10, 1, "energy_mj", float(e1)))
     rows.sort()
     df = read_counters(write_counters(tmp_path / "n0.csv.gz", rows))
-    return run([trace()], AnalysisOptions(), {"nvml": {"n0": df}})
+    return run([trace()], AnalysisOptions(), AnalysisInputs(nvml={"n0": df}))
 
 
 def test_counter_file_gives_series_marks_and_energy_per_step(node: dict) -> None:
@@ -110,7 +112,7 @@ def test_decimation_keeps_min_and_max_of_each_bucket_of_ten() -> None:
 def test_long_series_arrive_decimated_in_the_summary(tmp_path: Path) -> None:
     rows = [(T0 + i * 100_000_000, 0, "sm_clock_mhz", float(1980 - (i % 50))) for i in range(3000)]
     df = read_counters(write_counters(tmp_path / "n1.csv.gz", rows))
-    (s,) = run([trace()], AnalysisOptions(), {"nvml": {"n1": df}})["nvml"][0]["series"]
+    (s,) = run([trace()], AnalysisOptions(), AnalysisInputs(nvml={"n1": df}))["nvml"][0]["series"]
     assert s["samples"] == 3000 and s["decimated"] and len(s["t_ns"]) <= MAX_POINTS
     assert min(s["value"]) == 1931.0 and max(s["value"]) == 1980.0
 
@@ -128,7 +130,7 @@ def test_run_meta_comes_from_the_run_directory(tmp_path: Path) -> None:
         "ranks": [{"rank": 0, "versions": {"torch": "2.13.0", "python": "3.11.7"}}],
     }
     (tmp_path / "meta.json").write_text(json.dumps(meta))
-    out = run([trace()], AnalysisOptions(), {"run_dir": str(tmp_path)})
+    out = run([trace()], AnalysisOptions(), AnalysisInputs(run_meta=read_run_meta(tmp_path)))
     assert out["meta"] == {
         "command": ["python", "train.py"],
         "host": "n0",
@@ -140,9 +142,10 @@ def test_run_meta_comes_from_the_run_directory(tmp_path: Path) -> None:
         "git_commit": "deadbeef",
         "versions": {"torch": "2.13.0", "python": "3.11.7"},
     }
-    assert run([trace()], AnalysisOptions(), {})["meta"] is None
+    assert run([trace()], AnalysisOptions(), AnalysisInputs())["meta"] is None
     (tmp_path / "meta.json").write_text("{not json")
-    assert run([trace()], AnalysisOptions(), {"run_dir": str(tmp_path)})["meta"] is None
+    assert read_run_meta(tmp_path) is None
+    assert run([trace()], AnalysisOptions(), AnalysisInputs(run_meta=None))["meta"] is None
 
 
 def test_ranges_group_nvtx_and_user_annotations_by_kind_and_name() -> None:
@@ -153,7 +156,7 @@ def test_ranges_group_nvtx_and_user_annotations_by_kind_and_name() -> None:
         "end_ns": [30, 150, 500, 1000, 5],
         "step": [-1, -1, -1, 1, -1],
     }
-    (r,) = run([trace(annotations=ann)], AnalysisOptions(), {})["ranks"]
+    (r,) = run([trace(annotations=ann)], AnalysisOptions(), AnalysisInputs())["ranks"]
     assert r["hostname"] == "n0" and r["source_format"] == "kineto" and r["world_size"] == 2
     assert r["ranges"] == [
         {"kind": "user", "name": "bwd", "count": 1, "total_ns": 500, "max_ns": 500},

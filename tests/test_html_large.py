@@ -16,8 +16,8 @@ from collectors.model import Trace, TraceMeta, counter_table, make_trace
 from reports.html import render_report
 from reports.html_payload import TOP_KERNELS
 from reports.html_series import MAX_BREAKDOWN_RANKS, MAX_BREAKDOWN_STEPS, MAX_COUNTER_POINTS
-from reports.series_sections import PLOT_FIELDS
 from reports.summary import build_summary
+from reports.summary.sections.series import PLOT_FIELDS
 from tests.builders import h100
 
 RANKS = 8

@@ -14,11 +14,12 @@ import pytest
 from conftest import shared_path
 from rich.console import Console
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import TraceMeta, make_trace
 from reports.summary import build_summary
+from reports.summary.sections.wait import idle, launch, memory
 from reports.wait_console import print_wait_sections
-from reports.wait_sections import idle, launch, memory
 
 US = 1000
 
@@ -98,8 +99,8 @@ def test_host_bound_thresholds_come_from_extras() -> None:
         },
     )
     # host wait [50,60) = 10 % of the 100 µs span
-    default = idle(t, AnalysisOptions(), {})["host_bound"]
-    strict = idle(t, AnalysisOptions(host_threshold=0.05), {})["host_bound"]
+    default = idle(t, AnalysisOptions(), AnalysisInputs())["host_bound"]
+    strict = idle(t, AnalysisOptions(host_threshold=0.05), AnalysisInputs())["host_bound"]
     assert default["host_share"] == pytest.approx(0.1)
     assert (default["verdict"], strict["verdict"]) == ("GPU-bound", "host-bound")
     assert strict["host_threshold"] == 0.05
@@ -142,8 +143,12 @@ def test_console_prints_untrusted_names_literally() -> None:
         },
     )
     opts = AnalysisOptions()
-    r = {"rank": 0, "idle": idle(t, opts, {}), "launch": launch(t, opts, {})}
-    r["memory"] = memory(t, opts, {})
+    r = {
+        "rank": 0,
+        "idle": idle(t, opts, AnalysisInputs()),
+        "launch": launch(t, opts, AnalysisInputs()),
+    }
+    r["memory"] = memory(t, opts, AnalysisInputs())
     console = Console(record=True, width=200)
     print_wait_sections(r, console)
     text = console.export_text()

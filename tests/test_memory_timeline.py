@@ -20,6 +20,7 @@ import json
 import pandas as pd
 import pytest
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.memory import (
     NOTE_NO_MEMORY,
     memory_analysis,
@@ -30,7 +31,7 @@ from analyzers.memory import (
 )
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace, TraceMeta, make_trace
-from reports.wait_sections import memory as memory_section
+from reports.summary.sections.wait import memory as memory_section
 
 US = 1000
 SAMPLES = [  # device, ts, allocated, reserved
@@ -165,12 +166,12 @@ def test_trace_without_memory_counters_gives_a_note_and_empty_section() -> None:
     t = build(samples=[])
     res = memory_analysis(t)
     assert res.notes == (NOTE_NO_MEMORY,)
-    section = memory_section(t, AnalysisOptions(), {})
+    section = memory_section(t, AnalysisOptions(), AnalysisInputs())
     assert section == {"series": [], "steps": [], "notes": [NOTE_NO_MEMORY]}
 
 
 def test_memory_section_is_json_ready(trace: Trace) -> None:
-    section = memory_section(trace, AnalysisOptions(), {})
+    section = memory_section(trace, AnalysisOptions(), AnalysisInputs())
     text = json.dumps(section, allow_nan=False)
     assert '"peak_op": "aten::cat"' in text
     first = section["steps"][0]

@@ -31,7 +31,7 @@ LOGS = [
     "aws_p5en_h200_allreduce_excerpt.txt",
 ]
 
-# nccl-tests bus factors, written out independently of analyzers.busbw
+# nccl-tests bus factors, written out independently of collectors.nccl_formulas
 FACTOR = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,

@@ -12,14 +12,17 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
 from collectors.kineto_parallel import usable_cpus
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
-from reports import parallel
-from reports.parallel import RUN_REDUCERS, Unit, analyze_paths, pool_size
-from reports.summary import RUN_SECTIONS, build_summary
+from reports.summary import build_summary, planning
+from reports.summary.engine import analyze_paths
+from reports.summary.many_ranks import RUN_REDUCERS
+from reports.summary.planning import Unit, pool_size
+from reports.summary.registry import RUN_SECTIONS
 
 RANKS = 8
 
@@ -193,7 +196,7 @@ def test_missing_paths_and_bad_options_are_errors_before_any_work(tmp_path: Path
 def test_nsys_exports_are_read_as_one_run_like_the_sequential_path(tmp_path: Path) -> None:
     a = shared_path("nsys", "nsys2023.1.2.43__recon-stream__report13.sqlite")
     b = shared_path("nsys", "nsys2025.5.2.266__cuda-perf-sandbox__report1.sqlite")
-    units = parallel.plan_units([a, b])
+    units = planning.plan_units([a, b])
     assert [(u.kind, len(u.paths)) for u in units] == [("nsys", 2)]
     res = analyze_paths([a, b], cache_dir=tmp_path / "cache")
     assert res.summary == build_summary(load_traces([a, b]))
@@ -203,7 +206,7 @@ def test_nsys_exports_are_read_as_one_run_like_the_sequential_path(tmp_path: Pat
 def test_every_run_section_has_a_per_rank_reducer() -> None:
     missing = [key for key, _ in RUN_SECTIONS if key not in RUN_REDUCERS]
     assert not missing, (
-        f"run sections {missing} have no reducer in reports.parallel.RUN_REDUCERS: "
+        f"run sections {missing} have no reducer in reports.summary.many_ranks.RUN_REDUCERS: "
         "analyze_paths computes them from whole Traces re-read in one process; add a reducer"
     )
 
@@ -213,28 +216,28 @@ def test_pool_is_sized_down_when_memory_is_short(
 ) -> None:
     paths = [write_json(tmp_path / f"rank-{r}.json", tiny_trace(r)) for r in range(4)]
     units = [Unit("kineto", (p,)) for p in paths]
-    peak = parallel.estimate_peak_bytes(units[0], None)
-    monkeypatch.setattr(parallel, "available_memory_bytes", lambda: int(2.6 * peak))
+    peak = planning.estimate_peak_bytes(units[0], None)
+    monkeypatch.setattr(planning, "available_memory_bytes", lambda: int(2.6 * peak))
     n, planned, _, notes = pool_size(units, 4, None)
     assert (n, planned) == (2, peak)  # floor(0.8 * 2.6) = 2 workers fit
     assert notes and "using 2" in notes[0]
-    monkeypatch.setattr(parallel, "available_memory_bytes", lambda: 64 * peak)
+    monkeypatch.setattr(planning, "available_memory_bytes", lambda: 64 * peak)
     assert pool_size(units, None, None)[0] == min(4, usable_cpus())
 
 
 def test_peak_estimate_reads_the_uncompressed_size_of_gzip_files(tmp_path: Path) -> None:
     p = tmp_path / "rank-0.json.gz"
     p.write_bytes(gzip.compress(b" " * 3_000_000))
-    assert parallel._json_bytes(p) == 3_000_000
-    est = parallel.estimate_peak_bytes(Unit("kineto", (p,)), None)
-    assert est == parallel.WORKER_BASE_BYTES + int(parallel.PARSE_BYTES_PER_JSON_BYTE * 3_000_000)
+    assert planning._json_bytes(p) == 3_000_000
+    est = planning.estimate_peak_bytes(Unit("kineto", (p,)), None)
+    assert est == planning.WORKER_BASE_BYTES + int(planning.PARSE_BYTES_PER_JSON_BYTE * 3_000_000)
 
 
 def test_side_inputs_that_cannot_go_to_workers_are_used_in_this_process(tmp_path: Path) -> None:
     for r in range(3):
         write_json(tmp_path / f"rank-{r}.json", tiny_trace(r))
-    extras = {"callback": lambda: None}  # cannot be pickled for a worker process
-    res = analyze_paths([tmp_path], extras=extras, workers=2, use_cache=False)
+    inputs = AnalysisInputs(run_meta={"callback": lambda: None})  # cannot be pickled
+    res = analyze_paths([tmp_path], inputs=inputs, workers=2, use_cache=False)
     assert res.scheduler == "in-process"
-    assert any("extras" in n for n in res.notes)
-    assert res.summary == build_summary(load_traces([tmp_path]), None, extras)
+    assert any("side inputs" in n for n in res.notes)
+    assert res.summary == build_summary(load_traces([tmp_path]), None, inputs)

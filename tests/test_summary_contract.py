@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLES, shared_path
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from reports.summary import build_summary
@@ -71,4 +72,4 @@ def test_summary_with_ncu_report_keeps_integer_times(tmp_path: Path) -> None:
 
     traces = load_traces([shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")])
     ncu = read_ncu_csv(shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_gemm.csv"))
-    _check(build_summary(traces, AnalysisOptions(), {"ncu": ncu}))
+    _check(build_summary(traces, AnalysisOptions(), AnalysisInputs(ncu=ncu)))

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from conftest import SAMPLES
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.kernel_summary import kernel_summary
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from collectors.model import Trace
 from collectors.synthetic import read_ground_truth, write_samples
-from reports import core_sections
+from reports.summary.sections import core as core_sections
 
 WINDOWS = {"default": AnalysisOptions(), "all_events": AnalysisOptions(all_events=True)}
 
@@ -44,14 +45,16 @@ def check_folder(folder: Path) -> int:
     checked = 0
     for gt in truth:
         trace = traces[gt["rank"]]
-        assert core_sections.device(trace, AnalysisOptions(), {})["id"] == gt["device"]
+        assert (
+            core_sections.device(trace, AnalysisOptions(), AnalysisInputs())["id"] == gt["device"]
+        )
         for wname, expected in gt["windows"].items():
             opts = WINDOWS[wname]
             got: dict[str, Any] = {
-                "window": core_sections.window(trace, opts, {}),
-                "temporal": core_sections.temporal(trace, opts, {}),
-                "overlap": core_sections.overlap(trace, opts, {}),
-                "steps": core_sections.steps(trace, opts, {}),
+                "window": core_sections.window(trace, opts, AnalysisInputs()),
+                "temporal": core_sections.temporal(trace, opts, AnalysisInputs()),
+                "overlap": core_sections.overlap(trace, opts, AnalysisInputs()),
+                "steps": core_sections.steps(trace, opts, AnalysisInputs()),
             }
             where = f"rank {gt['rank']} window {wname}"
             assert got["window"]["steps"] == expected["steps_in_window"], where

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 
 def collectives_of(trace: Trace) -> pd.DataFrame:
-    """The rank's collectives table (columns of ``collectors.collectives.build_collectives``)."""
-    return trace.collectives
+    """The rank's collectives table (:func:`analyzers.collectives.collectives_table`)."""
+    from analyzers.collectives import collectives_table
+
+    return collectives_table(trace)
 
 
 _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -1,6 +1,7 @@
-"""Per-rank JSON sections ``idle``, ``launch`` and ``memory`` (registered in reports/summary.py).
+"""Per-rank JSON sections ``idle``, ``launch`` and ``memory`` (registered in
+:mod:`reports.summary.registry`).
 
-Each function is ``fn(trace, options, extras)`` and returns a JSON-ready dict; every key is
+Each function is ``fn(trace, options, inputs)`` and returns a JSON-ready dict; every key is
 defined in ``docs/idle-and-launch.md``.  Conventions: keys ending ``_ns`` are exact integer
 nanoseconds, ``_bytes`` integer bytes; means and medians that are not whole nanoseconds are
 given in microseconds as floats (keys ending ``_us``, HTA's unit); ratios and shares are
@@ -24,6 +25,7 @@ from analyzers.options import AnalysisOptions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzers.inputs import AnalysisInputs
     from collectors.model import Trace
 
 TOP_KERNELS = 20
@@ -52,7 +54,7 @@ def _ns_keys(d: Mapping[str, int]) -> dict[str, int]:
     return {f"{k}_ns": int(v) for k, v in d.items()}
 
 
-def idle(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def idle(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """HTA's per-stream breakdown, the GPU-wide view, and the host-bound verdicts."""
     from analyzers.host_bound import (
         rank_verdict,
@@ -145,7 +147,7 @@ def _grouped(df: pd.DataFrame, by: str, top: int | None) -> list[dict[str, Any]]
     return rows
 
 
-def launch(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """HTA's launch statistics, gpuscope's wider launch view, distributions, queue length."""
     from analyzers.launch import (
         LAUNCH_DELAY_CUTOFF_NS,
@@ -201,7 +203,7 @@ def launch(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) ->
     }
 
 
-def memory(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def memory(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """Peak per device and series over the trace, and per step, with the op at each peak."""
     from analyzers.memory import memory_analysis
 

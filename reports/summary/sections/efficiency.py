@@ -1,25 +1,22 @@
 """Per-rank JSON summary sections ``occupancy`` and ``roofline`` (docs/efficiency.md).
 
-``extras`` keys read here: ``"ncu"`` (a :class:`collectors.ncu.NcuReport`, from
-``gpuscope analyze --ncu``) and ``"gpu_peaks"`` (a user peak file path or a loaded
-:class:`analyzers.gpu_peaks.PeakTable`).  The ncu roofline describes the profiled launches of
-that file, so it is the same in every rank's section.
+Side inputs read here (:class:`analyzers.inputs.AnalysisInputs`): ``ncu`` (a parsed
+:class:`collectors.ncu.NcuReport`, from ``gpuscope analyze --ncu``), ``ncu_peaks`` (its
+ceilings, ``--gpu``) and ``gpu_peaks`` (the loaded peak table, ``--peaks``; the built-in one
+without).  The ncu roofline describes the profiled launches of that file, so it is the same in
+every rank's section.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from analyzers.gpu_peaks import PeakTable, load_peaks
-from analyzers.kernel_occupancy import kernel_occupancy
-from analyzers.op_models import op_costs, op_groups
-from analyzers.options import AnalysisOptions
-from analyzers.roofline import ncu_roofline, op_roofline
-from collectors.errors import InputError
-from collectors.model import Trace
+if TYPE_CHECKING:
+    from analyzers.gpu_peaks import PeakTable
+    from analyzers.inputs import AnalysisInputs
+    from analyzers.options import AnalysisOptions
+    from collectors.model import Trace
 
 TOP_N = 50
 """Kernel groups / roofline points listed per rank (largest first); totals cover all."""
@@ -33,21 +30,23 @@ def _num(x: Any) -> Any:
     return x
 
 
-def _peaks(extras: Mapping[str, Any]) -> PeakTable:
-    p = extras.get("gpu_peaks")
-    if isinstance(p, PeakTable):
-        return p
-    return load_peaks(Path(p) if p else None)
+def _peaks(inputs: AnalysisInputs) -> PeakTable:
+    """The peak table the CLI loaded, else the built-in one."""
+    from analyzers.gpu_peaks import load_peaks
+
+    return inputs.gpu_peaks if inputs.gpu_peaks is not None else load_peaks(None)
 
 
 def occupancy(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
     """Theoretical occupancy per kernel, time-weighted per rank, achieved beside it, flags.
 
     None when no kernel of the rank carries a launch configuration.
     """
-    r = kernel_occupancy(trace, extras.get("ncu"))
+    from analyzers.kernel_occupancy import kernel_occupancy
+
+    r = kernel_occupancy(trace, inputs.ncu)
     if r.kernels_with_config == 0:
         return None
     out: dict[str, Any] = {
@@ -80,13 +79,17 @@ def occupancy(
 
 
 def roofline(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
-    """Op-shape roofline of the rank and, with ``extras["ncu"]``, the ncu roofline.
+    """Op-shape roofline of the rank and, with ``inputs.ncu``, the ncu roofline.
 
     None when the rank has no modelled op with GPU work and no ncu report was given.
     """
-    table = _peaks(extras)
+    from analyzers.op_models import op_costs, op_groups
+    from analyzers.roofline import ncu_roofline, op_roofline
+    from collectors.errors import InputError
+
+    table = _peaks(inputs)
     device = trace.gpu_device
     peaks = table.find(device.name) if device is not None else None
     costs = op_costs(trace)
@@ -106,13 +109,10 @@ def roofline(
             "points_total": len(points),
             "points": [p.to_dict() for p in points[:TOP_N]],
         }
-    ncu = extras.get("ncu")
+    ncu = inputs.ncu
     if ncu is not None:
-        ncu_peaks = None
-        if extras.get("ncu_gpu"):
-            ncu_peaks = table.get(str(extras["ncu_gpu"]))
         try:
-            out["ncu"] = ncu_roofline(ncu, ncu_peaks).to_dict()
+            out["ncu"] = ncu_roofline(ncu, inputs.ncu_peaks).to_dict()
         except InputError as err:
             out["ncu"] = {"source": getattr(ncu, "path", None), "error": str(err)}
     return out or None

@@ -1,10 +1,10 @@
 """Run-level JSON section ``run``: where the traces came from, their annotated ranges (NVTX,
 user), and the NVML counters over time.
 
-Registered in ``reports.summary.RUN_SECTIONS`` as ``("run", "reports.series_sections:run")``;
-every key is defined in ``docs/report.md`` §2.  The HTML report reads it for its header and
-its counter timeline; nothing else in the summary carries the source metadata or the NVML
-samples (which live beside the traces, ``extras["nvml"]`` = ``{host: counters table}``).
+Registered in ``reports.summary.RUN_SECTIONS`` as ``run``; every key is defined in
+``docs/report.md`` §2.  The HTML report reads it for its header and its counter timeline;
+nothing else in the summary carries the source metadata or the NVML samples (which live beside
+the traces: ``AnalysisInputs.nvml`` = ``{host: counters table}``).
 
 Counter series are decimated for plotting (min-max buckets, at most :data:`MAX_POINTS` points
 per series; the full samples stay in ``RUN/counters/<host>.csv.gz``).  Times are integer ns
@@ -14,9 +14,7 @@ relative to the host's first sample (``t0_unix_ns``).
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +24,7 @@ from analyzers.options import AnalysisOptions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzers.inputs import AnalysisInputs
     from collectors.model import Trace
 
 MAX_POINTS = 1000
@@ -238,21 +237,16 @@ def ranges(trace: Trace) -> list[dict[str, Any]]:
     ]
 
 
-def _run_meta(run_dir: Any) -> dict[str, Any] | None:
-    """The report-relevant part of ``RUN/meta.json`` (None when absent or unreadable)."""
-    if not run_dir:
-        return None
-    try:
-        meta = json.loads(Path(run_dir, "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict):
+def _run_facts(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The report-relevant part of the parsed ``RUN/meta.json`` (None without one)."""
+    if meta is None:
         return None
     out = {k: meta.get(k) for k in META_KEYS}
     out["ended_unix_ns"] = meta.get("ended_unix_ns")
     git = meta.get("git")
     out["git_commit"] = git.get("commit") if isinstance(git, dict) else None
-    ranks = meta.get("ranks") if isinstance(meta.get("ranks"), list) else []
+    listed = meta.get("ranks")
+    ranks = listed if isinstance(listed, list) else []
     versions = next(
         (
             r["versions"]
@@ -266,7 +260,7 @@ def _run_meta(run_dir: Any) -> dict[str, Any] | None:
 
 
 def run(
-    traces: Sequence[Trace], options: AnalysisOptions, extras: Mapping[str, Any]
+    traces: Sequence[Trace], options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
     """Source metadata and annotated ranges per rank, ``RUN/meta.json`` facts, and the NVML
     counter timelines."""
@@ -284,10 +278,10 @@ def run(
         }
         for t in traces
     ]
-    nvml = extras.get("nvml") or {}
+    nvml = inputs.nvml
     hosts = [h for name in sorted(nvml) if (h := nvml_host(name, nvml[name])) is not None]
     return {
         "ranks": ranks,
-        "meta": _run_meta(extras.get("run_dir")),
+        "meta": _run_facts(inputs.run_meta),
         "nvml": hosts,
     }

@@ -13,14 +13,16 @@ run) has no collective.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from analyzers.options import AnalysisOptions
-from collectors.model import Trace
+if TYPE_CHECKING:
+    from analyzers.inputs import AnalysisInputs
+    from analyzers.options import AnalysisOptions
+    from collectors.model import Trace
 
 
 def _json(v: Any) -> Any:
@@ -50,24 +52,24 @@ def records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict
 
 
 def collectives(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> list[dict[str, Any]] | None:
     """Per-collective summary rows of the window (None when the rank has no collective)."""
+    from analyzers.collectives import collectives_table
     from analyzers.comm import collective_summary
 
-    if trace.collectives.empty:
+    if collectives_table(trace).empty:
         return None
     return records(collective_summary(trace, options))
 
 
-def comm(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
-) -> dict[str, Any] | None:
+def comm(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any] | None:
     """Exposed communication by collective type, step and parallelism dimension."""
+    from analyzers.collectives import collectives_table
     from analyzers.comm import exposed_by_collective, window_collectives
     from analyzers.parallelism import comm_by_dimension, trace_process_groups
 
-    table = trace.collectives
+    table = collectives_table(trace)
     ex = exposed_by_collective(trace, options)
     if table.empty and ex.comm_ns == 0:
         return None
@@ -89,7 +91,7 @@ def comm(
 
 
 def comm_skew(
-    traces: Sequence[Trace], options: AnalysisOptions, extras: Mapping[str, Any]
+    traces: Sequence[Trace], options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
     """Cross-rank skew (None with fewer than two ranks or nothing matched)."""
     from analyzers.skew import cross_rank_skew

@@ -1,6 +1,7 @@
-"""The foundation's per-rank sections of the JSON summary (registered in reports/summary.py).
+"""The foundation's per-rank sections of the JSON summary (registered in
+:mod:`reports.summary.registry`).
 
-Each function is ``fn(trace, options, extras)`` and returns exactly the keys of schema_version 1
+Each function is ``fn(trace, options, inputs)`` and returns exactly the keys of schema_version 1
 (docs/metrics.md defines every number).  Times are integer nanoseconds (``*_ns``); the kernel
 summary's ``avg_ns``, ``median_ns`` and ``stddev_ns`` are rounded to the nearest ns (the only
 rounding: they are not whole numbers to begin with).  Percentages are unrounded floats;
@@ -10,12 +11,12 @@ undefined values are ``null``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from analyzers.options import AnalysisOptions
 
 if TYPE_CHECKING:
+    from analyzers.inputs import AnalysisInputs
     from collectors.model import Trace
 
 
@@ -32,13 +33,13 @@ def _round_ns(x: Any) -> int | None:
     return None if f is None else round(f)
 
 
-def device(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> Any:
+def device(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
     """The GPU this rank ran on (``DeviceInfo.to_dict()``), or None when the source lacks it."""
     d = trace.gpu_device
     return d.to_dict() if d is not None else None
 
 
-def window(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def window(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """``{"start_ns", "end_ns", "steps"}``: the launch window and the steps inside it."""
     from analyzers.window import window as analysis_window
 
@@ -47,7 +48,7 @@ def window(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) ->
 
 
 def kernel_summary(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> list[dict[str, Any]]:
     """One object per kernel name, by total time descending."""
     from analyzers.kernel_summary import kernel_summary as summarize
@@ -72,7 +73,7 @@ def kernel_summary(
     return rows
 
 
-def temporal(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def temporal(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """Span, idle, compute, non-compute (ns and % of span)."""
     from analyzers.temporal import temporal_breakdown
 
@@ -88,7 +89,7 @@ def temporal(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) 
     }
 
 
-def overlap(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> dict[str, Any]:
+def overlap(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """Communication, computation, their overlap, exposed communication, overlap %."""
     from analyzers.temporal import overlap as comm_overlap
 
@@ -102,9 +103,7 @@ def overlap(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -
     }
 
 
-def steps(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+def steps(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> list[dict[str, Any]]:
     """One object per ProfilerStep of the window."""
     from analyzers.steps import STEP_COLUMNS, step_breakdown
 
@@ -115,7 +114,7 @@ def steps(
     ]
 
 
-def notes(trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]) -> list[str] | None:
+def notes(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> list[str] | None:
     """One-line notes the collector left about this rank (e.g. "no kernels captured"), or None."""
     n = trace.meta.extra.get("notes")
     return [str(x) for x in n] if n else None

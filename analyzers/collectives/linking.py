@@ -1,0 +1,95 @@
+"""Which op, annotation and NVTX range launched each GPU row of the collectives table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from collectors.linking import innermost_range
+from collectors.nccl_formulas import canonical_collective
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+
+def name_mask(names: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
+    """Rows whose name satisfies *pred* (each distinct name tested once)."""
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    hits = np.array([pred(str(c)) for c in cat.cat.categories] + [False], dtype=bool)
+    return hits[cat.cat.codes.to_numpy()]
+
+
+def innermost(ranges: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index label of the innermost range of *ranges* on (pid, tid) containing time t; -1 none.
+
+    *ranges* has columns pid, tid, start_ns, end_ns (index = labels to return).  Containment is
+    inclusive at both ends (:func:`collectors.linking.innermost_range` with ``include_end``),
+    as this table has always linked: a launch stamped exactly at its range's end still belongs
+    to it.  Compare's op view and op cost attribution use the half-open ``[start, end)`` of the
+    profiler's call stack instead; the difference is kept so that no table changes.
+    """
+    out = np.full(len(t), -1, dtype=np.int64)
+    if ranges.empty or not len(t):
+        return out
+    pos = innermost_range(
+        ranges["start_ns"].to_numpy(dtype=np.int64),
+        ranges["end_ns"].to_numpy(dtype=np.int64),
+        (ranges["pid"].to_numpy(), ranges["tid"].to_numpy()),
+        t,
+        (pid, tid),
+        include_end=True,
+    )
+    hit = pos >= 0
+    out[hit] = ranges.index.to_numpy()[pos[hit]]
+    return out
+
+
+def launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pid, tid, start_ns) of the host call with each correlation id (-1 where none)."""
+    h = trace.host
+    n = len(corr)
+    pid = np.full(n, -1, np.int64)
+    tid = np.full(n, -1, np.int64)
+    start = np.full(n, -1, np.int64)
+    if h.empty or not n:
+        return pid, tid, start
+    hc = h["correlation"].to_numpy()
+    sel = hc >= 0
+    if not sel.any():
+        return pid, tid, start
+    hh = pd.DataFrame(
+        {
+            "corr": hc[sel],
+            "pid": h["pid"].to_numpy()[sel],
+            "tid": h["tid"].to_numpy()[sel],
+            "start": h["start_ns"].to_numpy()[sel],
+        }
+    ).drop_duplicates("corr")
+    m = pd.DataFrame({"corr": corr}).merge(hh, on="corr", how="left")
+    known = m["start"].notna().to_numpy()
+    pid[known] = m["pid"].to_numpy()[known].astype(np.int64)
+    tid[known] = m["tid"].to_numpy()[known].astype(np.int64)
+    start[known] = m["start"].to_numpy()[known].astype(np.int64)
+    return pid, tid, start
+
+
+def nvtx_ranges(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """NCCL-domain NVTX collective ranges, ``ncclGroupEnd`` and ``ncclGroupStart`` ranges."""
+    a = trace.annotations
+    empty = pd.DataFrame(columns=["pid", "tid", "start_ns", "end_ns", "name", "payload"])
+    if a.empty:
+        return empty, empty, empty
+    dom = a["domain"].astype(object)
+    nccl = (a["kind"] == "nvtx").to_numpy() & (dom == "NCCL").to_numpy()
+    if not nccl.any():
+        return empty, empty, empty
+    r = a[nccl]
+    names = r["name"].astype(str)
+    coll = names.map(lambda s: canonical_collective(s) if s.startswith("nccl") else None)
+    ops = r[coll.notna().to_numpy()].assign(collective=coll[coll.notna()])
+    ends = r[names.str.startswith("ncclGroupEnd").to_numpy()]
+    starts = r[names.str.startswith("ncclGroupStart").to_numpy()]
+    return ops, ends, starts

@@ -1,0 +1,292 @@
+"""The per-rank collectives table: one row per NCCL collective executed on the GPU.
+
+Built from a trace's own tables (once per trace: :func:`analyzers.collectives.collectives_table`);
+definitions in docs/communication.md §1.  A *collective* is the GPU work of one communication call:
+
+1. GPU rows whose name starts with ``nccl``/``rccl`` (every NCCL version, see
+   :mod:`collectors.nccl_kernels`), plus memcpy rows launched inside a ``nccl:*`` range or an
+   NCCL NVTX range that launched no NCCL kernel (copy-engine collectives, NCCL ≥ 2.28);
+2. each is linked to the host call that launched it (same ``correlation``), and that launch to
+   the innermost enclosing ``record_param_comms`` op, ``nccl:*`` annotation, ``c10d::*`` op and
+   NCCL-domain NVTX range on the same thread (``ncclGroupEnd`` ranges stand for the NVTX
+   collective ranges of their group); without a launch row, a kernel whose ``external_id``
+   equals a ``record_param_comms`` op's is linked to that op;
+3. the GPU rows of one op form one collective (start = first start, end = last end); rows linked
+   to no op are a collective each.
+
+Metadata, first source that has it (the ``*_source`` columns say which was used):
+
+    ==================  ===========================================================================
+    field               sources, in order
+    ==================  ===========================================================================
+    collective          ``record_param_comms`` ``Collective name`` → kernel args → ``nccl:*`` title
+                        → NVTX range name → kernel name
+    in/out bytes,       ``In/Out msg nelems`` × size of ``dtype`` (op, then kernel args) →
+    dtype               op ``Input Dims`` × ``Input type`` (torch ≤ 2.0; the op's input tensor) →
+                        ``nccl:*`` ``Input Dims`` → NVTX ``Message size [bytes]``
+    group size          ``Group size`` (op, kernel) → ``distributedInfo.pg_config`` → length of
+                        ``Process Group Ranks`` → ``c10d::_allgather_base_`` /
+                        ``_reduce_scatter_base_`` output/input element ratio
+    process group       ``Process Group Name`` (or ``ID``), ``Description``, ``Ranks``; NVTX:
+                        ``comm:<communicator id>``
+    ==================  ===========================================================================
+
+``message_bytes`` is ``S`` of nccl-tests (see :mod:`collectors.nccl_formulas`): the output of
+all_gather / gather, the input otherwise (derived through the group size when only the other
+side is known; :mod:`analyzers.collectives.sizes`).
+``algbw = S / duration``, ``busbw = algbw × factor(collective, group size)`` in GB/s, and
+``busbw_link_pct = 100 × busbw / link peak`` where the device's per-direction peak interconnect
+bandwidth is known (:mod:`analyzers.collectives.busbw`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from analyzers.collectives.args import pg_config
+from analyzers.collectives.busbw import add_bandwidth
+from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, empty_table
+from analyzers.collectives.linking import innermost, launches, name_mask, nvtx_ranges
+from analyzers.collectives.metadata import RecordContext, collective_record
+from analyzers.collectives.sizes import add_message_bytes
+from collectors.nccl_kernels import NCCL_NAME
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+
+def build_collectives(trace: Trace) -> pd.DataFrame:
+    """The collectives table of *trace* (columns :data:`COLUMNS`; see the module docstring).
+
+    Rows are in issue order (host launch, else GPU start).  A ``record_param_comms`` op that
+    names a collective (its own metadata, or a ``nccl:*`` range inside it) but launched no GPU
+    work in the trace (a 1-rank group, or kernels outside the capture) is a row with
+    ``n_gpu_rows = 0`` and unknown GPU times.  Unknown integers are -1, unknown floats NaN,
+    unknown strings None.  Never raises on partial metadata: what is missing stays unknown and
+    the ``*_source`` columns say where each value came from.
+    """
+    h = trace.host
+    hname = h["name"].astype(object)
+    is_rpc = name_mask(h["name"], lambda s: s == "record_param_comms")
+    is_ann = name_mask(h["name"], lambda s: s.startswith("nccl:"))
+    is_c10d = name_mask(h["name"], lambda s: s.startswith("c10d::"))
+    nvtx_ops, nvtx_groups, nvtx_group_starts = nvtx_ranges(trace)
+    ctx = RecordContext(
+        host_args=h["comm_args"].to_numpy(),
+        host_dims=h["input_dims"].to_numpy(),
+        host_types=h["input_types"].to_numpy(),
+        host_names=hname.to_numpy(),
+        host_start=h["start_ns"].to_numpy(),
+        h_index=h.index,
+        nvtx_ops=nvtx_ops,
+        nvtx_groups=nvtx_groups,
+        nvtx_group_starts=nvtx_group_starts,
+        pg_cfg=pg_config(trace),
+    )
+    rng = h[["pid", "tid", "start_ns", "end_ns"]]
+    steps = trace.steps()
+    records = _gpu_records(trace, ctx, rng, is_rpc, is_ann, is_c10d)
+    linked = {r.pop("_rpc") for r in records} - {-1}
+    records += _call_only_records(trace, ctx, rng, is_rpc, is_ann, is_c10d, linked)
+    s_lo = steps["start_ns"].to_numpy()
+    s_hi = steps["end_ns"].to_numpy()
+    s_num = steps["step"].to_numpy()
+    for rec in records:
+        rec["rank"] = trace.rank
+        t = next((x for x in (rec["launch_ns"], rec["start_ns"], rec["op_start_ns"]) if x >= 0), -1)
+        k = np.searchsorted(s_lo, t, side="right") - 1
+        rec["step"] = int(s_num[k]) if t >= 0 and k >= 0 and t < s_hi[k] else -1
+    if not records:
+        return empty_table()
+    return _finish(trace, records)
+
+
+def _gpu_records(
+    trace: Trace,
+    ctx: RecordContext,
+    rng: pd.DataFrame,
+    is_rpc: np.ndarray,
+    is_ann: np.ndarray,
+    is_c10d: np.ndarray,
+) -> list[dict[str, Any]]:
+    """One record per collective with GPU work (module docstring, steps 1–3)."""
+    g = trace.gpu
+    if g.empty:
+        return []
+    names = g["name"]
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    is_nccl_cat = np.array([bool(NCCL_NAME.match(str(c))) for c in cat.cat.categories] + [False])
+    kind = g["kind"].astype(object).to_numpy()
+    nccl_rows = is_nccl_cat[cat.cat.codes.to_numpy()] & (kind != "memset")
+    memcpy_rows = (kind == "memcpy") & ~nccl_rows
+    cand = np.flatnonzero(nccl_rows | memcpy_rows)
+    if not cand.size:
+        return []
+    gc = g.iloc[cand]
+    lpid, ltid, lstart = launches(trace, gc["correlation"].to_numpy())
+    rpc_of = innermost(rng[is_rpc], lpid, ltid, lstart)
+    ann_of = innermost(rng[is_ann], lpid, ltid, lstart)
+    c10d_of = innermost(rng[is_c10d], lpid, ltid, lstart)
+    nvtx_of = innermost(ctx.nvtx_ops, lpid, ltid, lstart)
+    group_of = innermost(ctx.nvtx_groups, lpid, ltid, lstart)
+    # without a launch row, fall back on the external id shared by kernel and op (torch ≥ 2.2)
+    ext = gc["external_id"].to_numpy()
+    h = trace.host
+    rpc_ext = pd.Series(h.index[is_rpc], index=h["external_id"].to_numpy()[is_rpc])
+    rpc_ext = rpc_ext[~rpc_ext.index.duplicated()]
+    no_launch = (lstart < 0) & (ext >= 0)
+    if no_launch.any() and len(rpc_ext):
+        vals = rpc_ext.reindex(ext[no_launch]).to_numpy(dtype=float)
+        rpc_of[no_launch] = np.where(np.isnan(vals), -1, vals).astype(np.int64)
+
+    is_nccl_c = nccl_rows[cand]
+    # a memcpy row belongs to a collective only inside a nccl:* / NVTX range without NCCL kernel
+    range_key = np.where(ann_of >= 0, ann_of * 4 + 1, np.where(nvtx_of >= 0, nvtx_of * 4 + 2, -1))
+    with_kernels = np.unique(range_key[is_nccl_c & (range_key >= 0)])
+    keep = is_nccl_c | (~is_nccl_c & (range_key >= 0) & ~np.isin(range_key, with_kernels))
+    if not keep.any():
+        return []
+    sel = np.flatnonzero(keep)
+    op_key = np.where(rpc_of >= 0, rpc_of * 4, range_key)[sel]
+    op_key = np.where(op_key >= 0, op_key, -(np.arange(sel.size) + 1))  # unlinked: own row
+    g_names = gc["name"].astype(object).to_numpy()
+    g_args = gc["comm_args"].to_numpy()
+    g_start = gc["start_ns"].to_numpy()
+    g_end = gc["end_ns"].to_numpy()
+    g_stream = gc["stream"].to_numpy()
+    g_dev = gc["device"].to_numpy()
+
+    records = []
+    o = np.lexsort((g_start[sel], op_key))
+    order = sel[o]
+    ks = op_key[o]
+    bounds = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True])
+    for b0, b1 in itertools.pairwise(bounds):
+        members = order[b0:b1]
+        first = int(members[0])
+        kname = next((g_names[m] for m in members if NCCL_NAME.match(str(g_names[m]))), None)
+        kargs = next((g_args[m] for m in members if g_args[m]), None)
+        rpc, ann, nvtx = int(rpc_of[first]), int(ann_of[first]), int(nvtx_of[first])
+        rec = collective_record(
+            ctx,
+            kernel_name=kname if kname is not None else str(g_names[first]),
+            kernel_args=kargs,
+            rpc=rpc,
+            ann=ann,
+            c10d=int(c10d_of[first]),
+            nvtx=nvtx,
+            group=int(group_of[first]),
+        )
+        lm = lstart[members]
+        start = int(g_start[members].min())
+        end = int(g_end[members].max())
+        rec.update(
+            _rpc=rpc,
+            n_gpu_rows=int(members.size),
+            op_start_ns=_op_start(ctx, rpc, ann, nvtx),
+            launch_ns=int(lm[lm >= 0].min()) if (lm >= 0).any() else -1,
+            start_ns=start,
+            end_ns=end,
+            duration_ns=end - start,
+            stream=int(g_stream[first]),
+            device=int(g_dev[first]),
+            gpu_row=int(g.index[cand[first]]),
+            gpu_rows=tuple(int(x) for x in g.index[cand[np.sort(members)]]),
+        )
+        records.append(rec)
+    return records
+
+
+def _op_start(ctx: RecordContext, rpc: int, ann: int, nvtx: int) -> int:
+    for label in (rpc, ann):
+        if label >= 0:
+            return int(ctx.host_start[ctx.pos(label)])
+    if nvtx >= 0:
+        return int(ctx.nvtx_ops.loc[nvtx, "start_ns"])
+    return -1
+
+
+def _call_only_records(
+    trace: Trace,
+    ctx: RecordContext,
+    rng: pd.DataFrame,
+    is_rpc: np.ndarray,
+    is_ann: np.ndarray,
+    is_c10d: np.ndarray,
+    linked: set[int],
+) -> list[dict[str, Any]]:
+    """Rows for ``record_param_comms`` ops that name a collective but launched no GPU work."""
+    rpcs = rng[is_rpc]
+    rpcs = rpcs[~rpcs.index.isin(list(linked))]
+    if rpcs.empty:
+        return []
+    # the nccl:* range inside each op (torch ≤ 2.0 names the collective only there)
+    anns = rng[is_ann]
+    ann_in = innermost(
+        rpcs,
+        anns["pid"].to_numpy(),
+        anns["tid"].to_numpy(),
+        anns["start_ns"].to_numpy(),
+    )
+    ann_of = dict(zip(ann_in.tolist(), anns.index.tolist(), strict=True))
+    c10d_of = innermost(
+        rng[is_c10d],
+        rpcs["pid"].to_numpy(),
+        rpcs["tid"].to_numpy(),
+        rpcs["start_ns"].to_numpy(),
+    )
+    out = []
+    for label, c10d in zip(rpcs.index.tolist(), c10d_of.tolist(), strict=True):
+        ann = ann_of.get(label, -1)
+        rec = collective_record(
+            ctx,
+            kernel_name=None,
+            kernel_args=None,
+            rpc=label,
+            ann=ann,
+            c10d=c10d,
+            nvtx=-1,
+            group=-1,
+        )
+        if rec["collective"] is None:
+            continue  # work.wait() is recorded as an op too ("wait", or without metadata)
+        rec.update(
+            n_gpu_rows=0,
+            op_start_ns=int(ctx.host_start[ctx.pos(label)]),
+            launch_ns=-1,
+            start_ns=-1,
+            end_ns=-1,
+            duration_ns=-1,
+            stream=-1,
+            device=-1,
+            gpu_row=-1,
+            gpu_rows=(),
+        )
+        out.append(rec)
+    return out
+
+
+def _finish(trace: Trace, records: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    for c in COLUMNS:
+        if c not in INT_COLUMNS and c not in FLOAT_COLUMNS:
+            col = df[c].astype(object)
+            df[c] = col.where(col.notna(), None)
+    for c in INT_COLUMNS:
+        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(-1).astype(np.int64)
+    add_message_bytes(df)
+    add_bandwidth(df, trace)
+    # ordinal within the process group, in launch order (issue order on the host)
+    t = np.where(
+        df["launch_ns"] >= 0,
+        df["launch_ns"],
+        np.where(df["start_ns"] >= 0, df["start_ns"], df["op_start_ns"]),
+    )
+    df = df.assign(_t=t).sort_values(["_t", "start_ns"], kind="stable").drop(columns="_t")
+    pg = df["pg_name"].astype(object).where(df["pg_name"].notna(), "?")
+    df["ordinal"] = df.groupby(pg, sort=False).cumcount().astype(np.int64)
+    return df.reset_index(drop=True)[list(COLUMNS)]

@@ -1,0 +1,102 @@
+"""The JSON summary (schema_version 1): a public interface, assembled in one place.
+
+The keys of the foundation issue (``ranks[].rank``, ``device``, ``window``, ``kernel_summary``,
+``temporal``, ``overlap``, ``steps``) are stable; later features only *add* keys, each through
+one entry in :data:`~reports.summary.registry.RANK_SECTIONS` (per rank) or
+:data:`~reports.summary.registry.RUN_SECTIONS` (top level).  Times are integer nanoseconds in
+keys ending ``_ns``.
+
+:func:`build_summary` is the in-process path of exactly the code the worker pool and Dask run
+(:mod:`reports.summary.engine`): per rank :func:`rank_entry` and
+:func:`~reports.summary.many_ranks.rank_digest`, then :func:`summary_document` over them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from analyzers.inputs import AnalysisInputs
+from analyzers.options import AnalysisOptions
+from collectors.model import Trace
+from reports.summary.many_ranks import RankDigest, rank_digest, run_sections
+from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS
+
+SCHEMA_VERSION = 1
+
+
+def tool_version() -> str:
+    """gpuscope's installed version (``0+unknown`` when run from a bare checkout)."""
+    try:
+        return version("gpuscope")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout without install
+        return "0+unknown"
+
+
+def rank_entry(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
+    """The rank's object of ``summary["ranks"]``: every rank section, in registry order."""
+    entry: dict[str, Any] = {"rank": trace.rank}
+    for key, fn in RANK_SECTIONS:
+        value = fn(trace, options, inputs)
+        if value is not None or key in ALWAYS_WRITTEN:
+            entry[key] = value
+    return entry
+
+
+def summary_document(
+    entries: Sequence[dict[str, Any]],
+    digests: Sequence[RankDigest],
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    whole: Callable[[], Sequence[Trace]],
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """The summary of ranks whose entries and digests are given (in summary order): the
+    header, ``sources`` (every rank's source path, sorted), ``ranks`` and the run sections
+    (:func:`~reports.summary.many_ranks.run_sections`; *whole* gives the Traces for a section
+    without reducer)."""
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "gpuscope", "version": tool_version()},
+        "sources": sorted({d.meta.source_path for d in digests if d.meta.source_path}),
+        "ranks": list(entries),
+    }
+    summary.update(run_sections(digests, options, inputs, whole, notes))
+    return summary
+
+
+def build_summary(
+    traces: Sequence[Trace],
+    options: AnalysisOptions | None = None,
+    inputs: AnalysisInputs | None = None,
+    *,
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run every registered section over *traces* (in their order) and return the summary.
+
+    *inputs*: the side inputs, loaded (:class:`analyzers.inputs.AnalysisInputs`).  *extras*:
+    the older mapping of the same (:func:`reports.summary.inputs.inputs_from_extras`; not with
+    *inputs*).
+    """
+    options = options or AnalysisOptions()
+    if extras is not None:
+        if inputs is not None:
+            raise TypeError("build_summary: pass inputs or extras, not both")
+        from reports.summary.inputs import inputs_from_extras
+
+        inputs = inputs_from_extras(extras)
+    inputs = inputs or AnalysisInputs()
+    entries = [rank_entry(t, options, inputs) for t in traces]
+    digests = [rank_digest(t, options, inputs) for t in traces]
+    return summary_document(entries, digests, options, inputs, lambda: traces)
+
+
+def write_summary(summary: Mapping[str, Any], path: str | Path) -> Path:
+    """Write the summary as UTF-8 JSON (NaN is never written: sections emit ``null``)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return p

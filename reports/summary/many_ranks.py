@@ -1,0 +1,182 @@
+"""Cross-rank sections from small per-rank inputs (docs/scale.md §5).
+
+What each rank's task returns besides its JSON entry is a :class:`RankDigest`: the trace meta
+and, per run section, the rank's small part of it (:data:`RUN_REDUCERS`: ``extract``).  The
+caller computes each run section from the digests (``combine``) on stand-in Traces that carry
+exactly what the section reads: the meta, and for ``comm_skew`` the window collectives seeded
+into the analyzer memo (:mod:`analyzers.memo`).  :func:`run_sections` is the one place run
+sections are computed, for :func:`reports.summary.build_summary` and the pool and Dask alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzers.inputs import AnalysisInputs
+from analyzers.options import AnalysisOptions
+from collectors.model import (
+    Trace,
+    TraceMeta,
+    annotation_table,
+    counter_table,
+    gpu_table,
+    host_table,
+)
+from reports.summary.registry import RUN_SECTIONS, RunSectionFn
+
+
+@dataclass
+class RankDigest:
+    """The small per-rank inputs of the cross-rank sections (instead of the Trace)."""
+
+    rank: int
+    meta: TraceMeta
+    parts: dict[str, Any] = field(default_factory=dict)
+    """Per run-section key, the rank's part of that section (its reducer's ``extract``)."""
+
+
+def _bare_trace(digest: RankDigest) -> Trace:
+    """A Trace with the rank's meta and empty tables (shallow copies of one set, built once:
+    building typed empty frames costs milliseconds, and a many-rank reduce needs two per rank)."""
+    return Trace(meta=digest.meta, **{k: t.copy(deep=False) for k, t in _empty_tables().items()})
+
+
+@functools.cache
+def _empty_tables() -> dict[str, Any]:
+    return {
+        "gpu": gpu_table(),
+        "host": host_table(),
+        "annotations": annotation_table(),
+        "counters": counter_table(),
+    }
+
+
+def _skew_extract(
+    fn: RunSectionFn, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> Any:
+    """The rank's window collectives with GPU work: all that ``cross_rank_skew`` reads."""
+    from analyzers.comm import window_collectives
+
+    c = window_collectives(trace, options)
+    if c.empty:
+        return c.reset_index(drop=True)
+    return c[c["n_gpu_rows"] > 0].reset_index(drop=True)
+
+
+def _skew_standin(digest: RankDigest, table: Any) -> Trace:
+    """A Trace whose window collectives under ``all_events`` are exactly *table*: one
+    stream-0 ``gpu`` row per collective, ``gpu_row`` renumbered to it (and the analyzer memo
+    of its collectives table seeded with *table*)."""
+    from analyzers.collectives import collectives_table
+
+    t = _bare_trace(digest)
+    n = len(table)
+    t.gpu = gpu_table({"stream": np.zeros(n, dtype=np.int64)})
+    if n:
+        table = table.assign(gpu_row=np.arange(n, dtype=np.int64))
+    collectives_table.seed(t, table)
+    return t
+
+
+def _skew_combine(
+    fn: RunSectionFn,
+    digests: Sequence[RankDigest],
+    key: str,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+) -> Any:
+    standins = [_skew_standin(d, d.parts[key]) for d in digests]
+    return fn(standins, dataclasses.replace(options, all_events=True), inputs)
+
+
+def _per_rank_extract(
+    fn: RunSectionFn, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> Any:
+    """The rank's own object of the section's ``ranks`` list (the section run on it alone)."""
+    value = fn([trace], options, AnalysisInputs())
+    return None if value is None else value["ranks"][0]
+
+
+def _per_rank_combine(
+    fn: RunSectionFn,
+    digests: Sequence[RankDigest],
+    key: str,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+) -> Any:
+    """The section on meta-only Traces, its ``ranks`` list replaced by the workers' objects."""
+    value = fn([_bare_trace(d) for d in digests], options, inputs)
+    if value is not None:
+        value["ranks"] = [d.parts[key] for d in digests]
+    return value
+
+
+@dataclass(frozen=True)
+class RunReducer:
+    """How a run section is computed from per-rank digests.
+
+    ``extract(fn, trace, options, inputs)`` runs in the worker (``fn`` is the section) and
+    returns the rank's small part, kept in ``RankDigest.parts[key]``;
+    ``combine(fn, digests, key, options, inputs)`` runs in the caller and returns the section's
+    value.  Each pair is tested to give exactly ``fn(traces, options, inputs)``.
+    """
+
+    extract: Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs], Any]
+    combine: Callable[
+        [RunSectionFn, Sequence[RankDigest], str, AnalysisOptions, AnalysisInputs], Any
+    ]
+
+
+RUN_REDUCERS: dict[str, RunReducer] = {
+    "comm_skew": RunReducer(_skew_extract, _skew_combine),
+    "run": RunReducer(_per_rank_extract, _per_rank_combine),
+}
+"""Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
+by the engine: correct, but neither small nor parallel)."""
+
+
+def rank_digest(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> RankDigest:
+    """The rank's part of every run section that has a reducer."""
+    parts = {}
+    for key, fn in RUN_SECTIONS:
+        red = RUN_REDUCERS.get(key)
+        if red is not None:
+            parts[key] = red.extract(fn, trace, options, inputs)
+    return RankDigest(trace.rank, trace.meta, parts)
+
+
+def run_sections(
+    digests: Sequence[RankDigest],
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    whole: Callable[[], Sequence[Trace]],
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """Every run section's value (``None`` values left out), in registry order, from the
+    digests; a section without a reducer from ``whole()`` (the whole Traces, in digest order,
+    asked for once), with a line in *notes*."""
+    out: dict[str, Any] = {}
+    traces: Sequence[Trace] | None = None
+    for key, fn in RUN_SECTIONS:
+        red = RUN_REDUCERS.get(key)
+        if red is not None and all(key in d.parts for d in digests):
+            value = red.combine(fn, digests, key, options, inputs)
+        else:
+            if traces is None:
+                traces = whole()
+                if notes is not None:
+                    notes.append(
+                        f"run section {key!r} has no reducer in "
+                        "reports.summary.many_ranks.RUN_REDUCERS: computed from every Trace "
+                        "re-read in this process"
+                    )
+            value = fn(traces, options, inputs)
+        if value is not None:
+            out[key] = value
+    return out

@@ -1,0 +1,153 @@
+"""Planning the many-rank work: one task per input, and a pool sized from the CPUs, the
+available memory (``/proc/meminfo``, the cgroup's limit) and each task's planned peak
+(docs/scale.md §3)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKER_BASE_BYTES = 200 * 2**20
+"""Planned memory of a worker before its task (measured: about 125 MiB with gpuscope's modules
+imported; the rest is margin)."""
+
+
+PARSE_BYTES_PER_JSON_BYTE = 5.0
+"""Planned peak bytes of parsing + analysing per byte of uncompressed Kineto JSON.  Set for the
+whole-text reader (46.9 MB generated ranks: 401 MiB, planned 6 % above); the chunked reader
+peaks at 246–258 MiB on those ranks, so the plan now errs 65 % on the safe side
+(docs/performance.md §C)."""
+
+
+PARSE_BYTES_PER_SQLITE_BYTE = 4.0
+"""The same per byte of Nsight Systems SQLite export."""
+
+
+CACHED_BYTES_PER_ENTRY_BYTE = 4.0
+"""Peak bytes of loading a cached entry + analysing per byte of its Arrow files."""
+
+
+MEMORY_HEADROOM = 0.8
+"""Share of the available memory the pool may plan to use."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One task: a Kineto file, or every Nsight Systems export of the run."""
+
+    kind: str
+    """``kineto`` | ``nsys``."""
+    paths: tuple[Path, ...]
+    reps: tuple[Path, ...] = ()
+
+    @property
+    def label(self) -> str:
+        names = [p.name for p in (*self.paths, *self.reps)]
+        return names[0] if len(names) == 1 else f"{len(names)} nsys exports"
+
+
+def plan_units(paths: Sequence[str | Path]) -> list[Unit]:
+    """One unit per Kineto file (duplicates removed), one for all Nsight Systems exports.
+
+    Raises:
+        InputError: a path does not exist, or a directory holds no trace.
+    """
+    from collectors.load import expand_inputs
+
+    kineto, sqlite, reps = expand_inputs(paths)
+    units = []
+    seen: set[Path] = set()
+    for p in kineto:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            units.append(Unit("kineto", (p,)))
+    if sqlite or reps:
+        units.append(Unit("nsys", tuple(sqlite), tuple(reps)))
+    return units
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable, or the cgroup's remaining limit when that is lower."""
+    avail = None
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        if limit != "max":
+            room = int(limit) - used
+            avail = room if avail is None else min(avail, room)
+    if avail is None:
+        avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    return max(0, int(avail))
+
+
+def _json_bytes(path: Path) -> int:
+    """Uncompressed size of a Kineto file (gzip's ISIZE trailer; at least 10x the .gz)."""
+    size = path.stat().st_size
+    from collectors.kineto_decode import gzip_isize
+
+    isize = None
+    with contextlib.suppress(OSError):
+        isize = gzip_isize(path)
+    return size if isize is None else max(isize, 10 * size)
+
+
+def _cached_entry_bytes(unit: Unit, cache_root: str | None) -> int | None:
+    """Bytes of the unit's cache entry when it is known without hashing anything, else None."""
+    if cache_root is None or unit.reps:
+        return None
+    from collectors.cache import TraceCache
+
+    cache = TraceCache(cache_root)
+    digests = [cache.known_digest(p) for p in unit.paths]
+    if any(d is None for d in digests):
+        return None
+    key = cache.key(unit.kind, list(unit.paths))
+    d = cache.traces.path(key)
+    if not d.is_dir():
+        return None
+    return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+
+
+def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
+    """Planned peak RSS of a worker running *unit* (module constants; docs/scale.md §3)."""
+    try:
+        cached = _cached_entry_bytes(unit, cache_root)
+        if cached is not None:
+            return int(WORKER_BASE_BYTES + CACHED_BYTES_PER_ENTRY_BYTE * cached)
+        if unit.kind == "kineto":
+            work = PARSE_BYTES_PER_JSON_BYTE * _json_bytes(unit.paths[0])
+        else:
+            work = PARSE_BYTES_PER_SQLITE_BYTE * sum(p.stat().st_size for p in unit.paths)
+    except OSError:
+        return WORKER_BASE_BYTES
+    return int(WORKER_BASE_BYTES + work)
+
+
+def pool_size(
+    units: Sequence[Unit], requested: int | None, cache_root: str | None
+) -> tuple[int, int, int, list[str]]:
+    """(workers, planned peak per worker, available memory, notes) for the local pool."""
+    notes = []
+    from collectors.kineto_parallel import usable_cpus
+
+    cpus = usable_cpus()
+    peak = max((estimate_peak_bytes(u, cache_root) for u in units), default=WORKER_BASE_BYTES)
+    avail = available_memory_bytes()
+    by_memory = max(1, math.floor(avail * MEMORY_HEADROOM / peak))
+    n = requested if requested is not None else cpus
+    if n > by_memory:
+        notes.append(
+            f"{n} workers would need about {n * peak / 2**30:.1f} GiB; "
+            f"{avail / 2**30:.1f} GiB available: using {by_memory}"
+        )
+        n = by_memory
+    return max(1, min(n, len(units))), peak, avail, notes
