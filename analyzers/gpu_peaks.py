@@ -1,6 +1,6 @@
 """GPU peak FLOP/s and memory bandwidth for roofline ceilings, from a documented table.
 
-The built-in table ``analyzers/data/gpu_peaks.toml`` restates ``reference/gpus.md`` with the
+The built-in table ``collectors/data/gpu_peaks.toml`` restates ``reference/gpus.md`` with the
 source of every row; figures marked [u] there are listed in the entry's ``unverified`` key and
 stay marked in every output.  A user TOML file of the same shape overrides it: an entry with
 the name of a built-in one replaces the keys it sets (and clears their unverified mark unless
@@ -23,7 +23,7 @@ from collectors.errors import InputError, MissingDependencyError, UsageError
 
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32_tensor", "fp16_tensor", "fp8_tensor")
 
-BUILTIN_PATH = Path(__file__).with_name("data") / "gpu_peaks.toml"
+BUILTIN_PATH = Path(__file__).parents[1] / "collectors" / "data" / "gpu_peaks.toml"
 
 _NUMERIC = (
     "sm_count",

@@ -33,7 +33,7 @@ BACKEND_HELP = "torch.distributed backend: auto (nccl with CUDA, else gloo), ncc
 
 def _init(backend: str) -> tuple[Any, bool]:
     """Initialize the default process group from torchrun's environment; (torch, we_did)."""
-    from collectors.commbench import _torch
+    from profiler.backends.commbench import _torch
 
     torch = _torch()
     dist = torch.distributed
@@ -75,7 +75,7 @@ def run_commbench_cli(
         UsageError: bad options, not launched by torchrun, unwritable JSON file.
         MissingDependencyError: torch (or CUDA for nccl) absent.
     """
-    from collectors.commbench import (
+    from profiler.backends.commbench import (
         BenchConfig,
         format_text,
         parse_collectives,

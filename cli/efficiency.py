@@ -179,7 +179,7 @@ def _roofline(
 
 
 def _calibrate(output: Path | None, size_mb: int, n: int, as_json: bool) -> None:
-    from collectors.calibrate import calibrate
+    from profiler.backends.calibrate import calibrate
 
     cal = calibrate(size_bytes=size_mb * 1_000_000, n=n)
     if output is not None:

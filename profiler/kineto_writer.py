@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from collectors.cupti import complete_event, flow_events
+from profiler.backends.cupti import complete_event, flow_events
 
 __all__ = ["complete_event", "flow_events", "write_trace"]
 

@@ -279,7 +279,7 @@ class Session:
             return
         self._torch_launched = True
         try:
-            from profiler.torch_backend import TorchCapture
+            from profiler.backends.torch_profiler import TorchCapture
 
             cap = TorchCapture(
                 self.window, self._trace_file, self._recorder, cuda=self.config.torch_cuda
@@ -359,7 +359,7 @@ class Session:
             self._step_events = []
         if self.backend == "cupti":
             try:
-                from collectors.cupti import CuptiCapture
+                from profiler.backends.cupti import CuptiCapture
 
                 self._cupti = CuptiCapture()
                 self._cupti.start()
@@ -421,7 +421,7 @@ class Session:
                 )
             )
         if records:
-            from collectors.cupti import to_kineto_events
+            from profiler.backends.cupti import to_kineto_events
 
             events += to_kineto_events(records, offset_ns=offset_ns, base_ns=base)
         try:

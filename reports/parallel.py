@@ -53,8 +53,7 @@ import numpy as np
 from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError, UsageError
-from collectors.kineto_decode import gzip_isize
-from collectors.kineto_parallel import usable_cpus
+from collectors.kineto import gzip_isize, usable_cpus
 from collectors.model import (
     Trace,
     TraceMeta,
@@ -610,8 +609,8 @@ def pool_size(
 
 def run_unit_in_worker(*args: Any) -> UnitResult:
     """:func:`run_unit` in a pool or Dask worker: its reads are serial (the workers already
-    fill the CPUs; :mod:`collectors.kineto_parallel`)."""
-    from collectors.kineto_parallel import serial_reads
+    fill the CPUs; :mod:`collectors.kineto.parallel`)."""
+    from collectors.kineto import serial_reads
 
     with serial_reads():
         return run_unit(*args)

@@ -1,4 +1,4 @@
-"""Reading one Kineto file with a forked helper (collectors.kineto_parallel) gives exactly the
+"""Reading one Kineto file with a forked helper (collectors.kineto.parallel) gives exactly the
 serial reader's Trace, and falls back to the serial reader whenever the two could differ."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import pandas as pd
 import pytest
 from conftest import SAMPLES, SHARED_DATA, shared_path
 
-from collectors import kineto_parallel, kineto_stream
 from collectors.errors import InputError
-from collectors.kineto import finish, read_kineto
-from collectors.kineto_rows import Rows
-from collectors.kineto_stream import Fallback
+from collectors.kineto import parallel as kineto_parallel
+from collectors.kineto import read_kineto
+from collectors.kineto import stream as kineto_stream
+from collectors.kineto.reader import finish
+from collectors.kineto.rows import Rows
+from collectors.kineto.stream import Fallback
 from collectors.model import Trace
 
 pytestmark = pytest.mark.skipif(

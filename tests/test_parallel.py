@@ -14,7 +14,7 @@ from conftest import shared_path
 
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
-from collectors.kineto_parallel import usable_cpus
+from collectors.kineto.parallel import usable_cpus
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
 from reports import parallel

@@ -1,7 +1,7 @@
 """Reading one large Kineto file with two processes.
 
-Decoding a trace (:mod:`collectors.kineto_stream`) and turning its events into columns
-(:class:`collectors.kineto_rows.Rows`) is CPU work that one Python process does serially.  For a
+Decoding a trace (:mod:`collectors.kineto.stream`) and turning its events into columns
+(:class:`collectors.kineto.rows.Rows`) is CPU work that one Python process does serially.  For a
 large file on a machine with a spare CPU, :func:`read_rows` forks one helper process and the two
 share the chunks: both gunzip the file and cut it into the same chunks, in order; at each chunk a
 process claims it unless the other already has (a shared counter of claimed chunks), and decodes
@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
-from collectors.kineto_decode import KinetoFile, gzip_isize
-from collectors.kineto_rows import Rows
-from collectors.kineto_stream import Fallback, stream_chunks
+from collectors.kineto.decode import KinetoFile, gzip_isize
+from collectors.kineto.rows import Rows
+from collectors.kineto.stream import Fallback, stream_chunks
 
 MIN_TEXT_BYTES = 24 << 20
 """Read in parallel from this much JSON text on.  Serial / parallel read time on the 2-CPU

@@ -10,7 +10,7 @@ The mapping is HTA-compatible (reference/metrics.md §1–2) and documented in f
 * ``gpu_user_annotation`` rows go to ``annotations`` (kind ``gpu_user``);
 * every other row goes to ``host`` (``python_function`` only with ``include_python=True``);
   ``ProfilerStep#N`` rows are also ``step`` annotations, other ``user_annotation`` rows ``user``;
-* times are exact integer nanoseconds (:func:`collectors.kineto_decode.us_to_ns`).
+* times are exact integer nanoseconds (:func:`collectors.kineto.decode.us_to_ns`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors import kineto_parallel
 from collectors.errors import InputError
-from collectors.kineto_decode import (
+from collectors.kineto import parallel as kineto_parallel
+from collectors.kineto.decode import (
     KinetoFile,
     MetaArgs,
     MEvent,
     decode_args,
 )
-from collectors.kineto_rows import KINDS, Rows
-from collectors.kineto_stream import Chunk, Fallback, stream_chunks, whole_chunks
+from collectors.kineto.rows import KINDS, Rows
+from collectors.kineto.stream import Chunk, Fallback, stream_chunks, whole_chunks
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 
 ProgressFn = Callable[[int, int, str], None]
@@ -99,7 +99,7 @@ def read_kineto(
 
     *rank* overrides the rank found in the file; ``python_function`` events are skipped
     unless *include_python*.  *parallel*: read with a helper process
-    (:mod:`collectors.kineto_parallel`; None: when that pays off); the Trace is the same.
+    (:mod:`collectors.kineto.parallel`; None: when that pays off); the Trace is the same.
 
     Raises:
         InputError: missing file, corrupt gzip, invalid JSON, not a Kineto trace, no events.

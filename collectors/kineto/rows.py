@@ -1,9 +1,9 @@
 """Per-chunk row building of the Kineto reader (:mod:`collectors.kineto`), without pandas.
 
-:class:`Rows` turns each decoded chunk (:mod:`collectors.kineto_stream`) into numpy columns of the
+:class:`Rows` turns each decoded chunk (:mod:`collectors.kineto.stream`) into numpy columns of the
 ``gpu``, ``host`` and ``gpu_user`` rows, counter rows and metadata, keyed by the chunk's index.
 It imports only numpy and msgspec, so that a helper process of a parallel read
-(:mod:`collectors.kineto_parallel`) starts quickly and small; :meth:`Rows.state` and
+(:mod:`collectors.kineto.parallel`) starts quickly and small; :meth:`Rows.state` and
 :meth:`Rows.merge` carry one reader's rows into another's.  The tables are assembled (with
 pandas) by :func:`collectors.kineto.finish`.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from collectors.kineto_decode import (
+from collectors.kineto.decode import (
     COMM_FIELDS,
     COMM_KEYS,
     I_TYPES,
@@ -33,7 +33,7 @@ from collectors.kineto_decode import (
     has_comm_marker,
     us_to_ns,
 )
-from collectors.kineto_stream import META_NAMES, Chunk
+from collectors.kineto.stream import META_NAMES, Chunk
 
 HOST_CATS = frozenset(
     {

@@ -7,7 +7,7 @@ trace per process that made CUDA API calls (or a single trace), with a note in
 
 Ranks (``meta.rank_source``):
 
-* ``nsys`` — recorded by the run (:mod:`collectors.nsys_devices`: an ``MPI Rank N`` thread, or
+* ``nsys`` — recorded by the run (:mod:`collectors.nsys.devices`: an ``MPI Rank N`` thread, or
   the launcher's rank variable in the captured environment), used when every trace has one and
   they are distinct;
 * ``default`` — otherwise: traces ordered by file (natural order of the file names, so
@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
-from collectors.nsys_counters import read_counters
-from collectors.nsys_devices import (
+from collectors.nsys.counters import read_counters
+from collectors.nsys.devices import (
     RANK_VARIABLES,
     WORLD_SIZE_VARIABLES,
     capture_host,
@@ -42,10 +42,10 @@ from collectors.nsys_devices import (
     process_names,
     session_start_utc_ns,
 )
-from collectors.nsys_export import export_rep
-from collectors.nsys_gpu import KERNEL, read_gpu_activity
-from collectors.nsys_host import read_api_calls, read_nvtx_ranges, thread_names
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.export import export_rep
+from collectors.nsys.gpu import KERNEL, read_gpu_activity
+from collectors.nsys.host import read_api_calls, read_nvtx_ranges, thread_names
+from collectors.nsys.schema import NsysDb
 
 ProgressFn = Callable[[int, int, str], None]
 

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.schema import NsysDb
 
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
 

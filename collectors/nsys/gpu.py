@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
-from collectors.nsys_strings import categorical, concat_categoricals, lookup
+from collectors.nsys.schema import NsysDb
+from collectors.nsys.strings import categorical, concat_categoricals, lookup
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"

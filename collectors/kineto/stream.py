@@ -3,7 +3,7 @@ at a time, so that neither the whole JSON text nor a Struct per event is ever he
 
 :func:`stream_chunks` finds ``"traceEvents": [`` in the text, decodes the keys before it, then cuts
 the array at event boundaries (``}`` ``,`` ``{``) into chunks of about :data:`CHUNK_BYTES` and
-decodes each one into typed Structs by ``ph`` (:data:`collectors.kineto_decode.EVENTS`).  The last
+decodes each one into typed Structs by ``ph`` (:data:`collectors.kineto.decode.EVENTS`).  The last
 chunk is decoded together with the keys after the array.  A cut that is not an event boundary
 (``}, {`` inside a string or a nested list) cannot decode, so a chunk that decodes is exactly the
 events the whole text holds; a chunk that does not is retried at the previous few cuts.  Anything
@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from collectors.errors import InputError
-from collectors.kineto_decode import (
+from collectors.kineto.decode import (
     COMM_SCAN,
     EVENTS,
     EVENTS_COMM,
@@ -176,7 +176,7 @@ def stream_chunks(
 ) -> Iterator[Chunk | None]:
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
-    With *owned* (a parallel read, :mod:`collectors.kineto_parallel`), only the chunks whose
+    With *owned* (a parallel read, :mod:`collectors.kineto.parallel`), only the chunks whose
     index (0, 1, ... in order; called once per chunk) it accepts are decoded; the others yield
     None and end at the last cut found, unchecked.
     *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
