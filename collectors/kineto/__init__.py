@@ -5,8 +5,7 @@ The public entry points; the stages are documented in ``docs/kineto-reader.md``.
 
 from __future__ import annotations
 
-from collectors.kineto.decode import gzip_isize
-from collectors.kineto.parallel import serial_reads, usable_cpus
+from collectors.kineto.parallel import gzip_isize, serial_reads, usable_cpus
 from collectors.kineto.reader import rank_from_filename, read_kineto, read_kineto_files
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON and exact µs → ns conversion.
+"""Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON: the Structs every stage passes on.
 
 Only the fields the trace model needs are decoded (msgspec Structs; unknown keys are skipped
 without building dicts).  Events decode into a union tagged by ``ph`` (:data:`EVENTS`): ``X``
@@ -7,13 +7,14 @@ counters, instants, and an empty Struct for every other phase.  Values whose typ
 between producers (``args.stream`` is an int on CUDA and the string ``"0x0"`` on ROCm; ``grid``
 is a list on kernels and a string on Inductor's launcher ops) are typed ``Any`` and normalized
 column by column afterwards.  Files that do not fit the typed union (unknown ``ph``, ``args``
-that are not objects) are decoded with the generic :class:`Event` instead.
+that are not objects) are decoded with the generic :class:`Event` instead.  Times that floats
+cannot hold exactly are decoded again as decimals (:func:`exact_times`).  Only
+:mod:`collectors.kineto.stream` calls the decoders.
 """
 
 from __future__ import annotations
 
 import operator
-import os
 import zlib
 from decimal import Decimal
 from functools import reduce
@@ -22,25 +23,10 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from numpy.typing import NDArray
 
 from collectors.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-def gzip_isize(path: Path) -> int | None:
-    """The uncompressed size a gzip file's trailer records (ISIZE: modulo 2**32, of the last
-    member only, so an estimate), or None when *path* is not gzip (or too short to be).
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    with path.open("rb") as f:
-        if f.read(2) != GZIP_MAGIC or f.seek(0, os.SEEK_END) < 18:  # header + trailer
-            return None
-        f.seek(-4, os.SEEK_END)
-        return int.from_bytes(f.read(4), "little")
 
 
 COMM_KEYS: tuple[str, ...] = (
@@ -482,50 +468,6 @@ def _describe(data: bytes) -> str:
     return f"top-level JSON {type(obj).__name__}, expected an object with 'traceEvents'"
 
 
-EXACT_FLOAT_LIMIT_US = 2.0**43
-"""Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
-recovered exactly by :func:`us_to_ns`'s float path."""
-
-
-class InexactTimes(Exception):
-    """Float microsecond values too large for the float path to recover their decimal text."""
-
-
-def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
-    """Exact integer nanoseconds from Kineto microsecond values (as decoded by msgspec).
-
-    Integers are multiplied by 1000 exactly.  Floats are split into their integer part
-    (``np.floor``; the subtraction ``x - floor(x)`` is exact in binary floating point) and the
-    fraction, which is rounded to the nearest nanosecond.  This reproduces the decimal text
-    exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days; Kineto's
-    ns-resolution traces use a clock that starts at boot).  Larger non-integral floats (epoch
-    microseconds with decimals) raise :class:`InexactTimes`; the caller then re-reads the
-    values as exact decimals (:func:`exact_times`).
-
-    Raises:
-        InputError: a value is not a number.
-        InexactTimes: see above.
-    """
-    if not values:
-        return np.empty(0, dtype=np.int64)
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError, OverflowError):
-        arr = np.asarray(values, dtype=object)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64) * 1000
-    if arr.dtype.kind == "f":
-        whole = np.floor(arr)
-        if not np.isfinite(arr).all():
-            raise InputError(f"event '{what}' holds a non-finite number", path=path)
-        if np.abs(arr).max() >= EXACT_FLOAT_LIMIT_US and (arr != whole).any():
-            raise InexactTimes(what)
-        frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
-        return whole.astype(np.int64) * 1000 + frac_ns
-    bad = next((v for v in values if type(v) not in (int, float)), None)
-    raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
-
-
 class ExactEvent(msgspec.Struct, gc=False):
     """An event's times as exact decimals, and what decides whether it is an activity row."""
 
@@ -556,8 +498,3 @@ def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEv
         return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
         raise InputError(f"event time is not a number ({e})", path=path) from None
-
-
-def decimal_us_to_ns(values: list[Decimal | None]) -> NDArray[np.int64]:
-    """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
-    return np.array([int(v.scaleb(3).to_integral_value()) for v in values], dtype=np.int64)

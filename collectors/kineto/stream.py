@@ -29,6 +29,8 @@ import msgspec
 
 from collectors.errors import InputError
 from collectors.kineto.decode import (
+    COMM_FIELDS,
+    COMM_KEYS,
     COMM_SCAN,
     EVENTS,
     EVENTS_COMM,
@@ -45,15 +47,18 @@ from collectors.kineto.decode import (
     IEvent,
     KinetoFile,
     MemoryArgs,
+    MetaArgs,
     MEvent,
     XArgs,
     XEvent,
     XEventComm,
     comm_args,
+    comm_scan,
     decode,
     decode_args,
     decode_args_joined,
     exact_times,
+    has_comm_marker,
     merge_top,
     read_bytes,
 )
@@ -105,7 +110,7 @@ class Chunk:
         comms: ``{position in events: comm dict}`` when known (from the generic decode, or
             ``{}`` when the text names no collective key), else None: then from the
             :class:`XArgsComm` fields when they account for all :attr:`markers`, else from
-            :meth:`generic_comms`.
+            a generic decode of the text (:meth:`comms_of`).
         markers: how many times :data:`COMM_SCAN` occurs in the text.
         top: the file's top-level keys, on the last chunk only.
     """
@@ -131,31 +136,68 @@ class Chunk:
         self.top: KinetoFile | None = None
         self.path = path
         self._exact = exact
-        self._exact_times: list[ExactEvent] | None = None
+        self._exact_times_memo: list[ExactEvent] | None = None
         self._where: dict[int, int] | None = None
 
-    def positions(self, rows: list[Any]) -> list[int]:
+    def comms_of(self, acts: list[Any], args: list[Any]) -> dict[int, dict[str, Any]]:
+        """``{row: comm dict}`` of the chunk's activity rows *acts* (with their *args*, in
+        order): the collective metadata of :func:`comm_args`."""
+        known = self.comms
+        if known is None:
+            # the XArgsComm fields, when they account for every COMM_SCAN text in the chunk: then
+            # no marker key hides in a string or a nested object of an activity's args (without
+            # a backslash in the text, each such field is one COMM_SCAN text: no \u escapes)
+            some, found = comm_scan(args)
+            assert self.text is not None
+            if found == self.markers and b"\\" not in self.text:
+                return {
+                    i: {
+                        k: msgspec.json.decode(raw)
+                        for k, f in zip(COMM_KEYS, COMM_FIELDS, strict=True)
+                        if (raw := getattr(args[i], f))
+                    }
+                    for i in some
+                    if has_comm_marker(args[i])
+                }
+            known = self._generic_comms()
+        if not known:
+            return {}
+        return {i: known[p] for i, p in enumerate(self._positions(acts)) if p in known}
+
+    def exact_values(self, rows: list[Any], field: str, *, acts: bool = False) -> list[Any]:
+        """*field* (``ts`` or ``dur``) of *rows* (events of this chunk; *acts*: all its activity
+        rows, in order) as exact decimals: the text is decoded a second time, once, when first
+        needed (:func:`exact_times`)."""
+        if acts:
+            ts, dur = self._exact_activity_times()
+            col = ts if field == "ts" else dur
+            if len(col) == len(rows):
+                return col
+        every = self._exact_times()
+        return [getattr(every[i], field) for i in self._positions(rows)]
+
+    def _positions(self, rows: list[Any]) -> list[int]:
         """Positions of *rows* (events of this chunk) in :attr:`events`."""
         if self._where is None:
             self._where = {id(e): i for i, e in enumerate(self.events)}
         where = self._where
         return [where[id(e)] for e in rows]
 
-    def exact_times(self) -> list[ExactEvent]:
+    def _exact_times(self) -> list[ExactEvent]:
         """Every event's times as exact decimals, by position (decoded once, when needed)."""
-        if self._exact_times is None:
+        if self._exact_times_memo is None:
             if self._exact is not None:
-                self._exact_times = self._exact()
+                self._exact_times_memo = self._exact()
             else:
                 assert self.text is not None
-                self._exact_times = exact_times(self.text, self.path, array=not self.tail)
-        return self._exact_times
+                self._exact_times_memo = exact_times(self.text, self.path, array=not self.tail)
+        return self._exact_times_memo
 
-    def exact_activity_times(self) -> tuple[list[Any], list[Any]]:
+    def _exact_activity_times(self) -> tuple[list[Any], list[Any]]:
         """Exact ``ts`` and ``dur`` of the activity rows, in order."""
         acts = [
             e
-            for e in self.exact_times()
+            for e in self._exact_times()
             if e.ph == "X"
             and e.dur is not None
             and e.ts is not None
@@ -164,11 +206,37 @@ class Chunk:
         ]
         return [e.ts for e in acts], [e.dur for e in acts]
 
-    def generic_comms(self) -> dict[int, dict[str, Any]]:
+    def _generic_comms(self) -> dict[int, dict[str, Any]]:
         """``{position: comm dict}`` as :func:`comm_args` finds them in the undecoded ``args``."""
         assert self.text is not None
         events = _decode_generic(self.text, self.tail)[0]
         return normalize(events, self.path)[1]
+
+
+def decode_meta_args(events: list[MEvent], path: Path) -> list[MetaArgs]:
+    """The ``args`` of metadata events (:class:`MEvent`, undecoded until the last event of each
+    (name, pid, tid) is known).
+
+    Raises:
+        InputError: an ``args`` value is not a JSON object.
+    """
+    return decode_args(events, MetaArgs, path)
+
+
+class ChunkClaims:
+    """Which chunks one process of a parallel read decodes (an *owned* of :func:`stream_chunks`):
+    chunk *index* is its own when no other process has claimed it yet.  *counter* is a shared
+    ``multiprocessing.Value`` (with its lock) of the chunks claimed so far, in order."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    def __call__(self, index: int) -> bool:
+        with self.counter.get_lock():
+            if self.counter.value != index:
+                return False  # another process has it
+            self.counter.value = index + 1
+            return True
 
 
 def stream_chunks(

@@ -1,0 +1,253 @@
+"""The tables stage of the Kineto reader: a file's rows (:class:`RowParts`) → one Trace.
+
+The mapping is HTA-compatible (reference/metrics.md §1–2) and documented in full in
+``docs/kineto-reader.md``.  In short:
+
+* activity rows are the ``ph == "X"`` events that have ``dur`` and ``cat`` and ``cat != "Trace"``;
+* a row whose ``args.stream`` is an integer is a device activity (``gpu`` table), unless its
+  ``cat`` is a host category (Inductor's launcher ``cpu_op`` records the stream it launches on);
+  ``cuda_sync`` rows without a stream (Event/Context Sync) are ``gpu`` rows on stream -1;
+* ``gpu_user_annotation`` rows go to ``annotations`` (kind ``gpu_user``);
+* every other row goes to ``host`` (``python_function`` only with ``include_python=True``);
+  ``ProfilerStep#N`` rows are also ``step`` annotations, other ``user_annotation`` rows ``user``;
+* times are exact integer nanoseconds (:func:`collectors.kineto.columns.us_to_ns`).
+
+The rows are split into tables chunk by chunk (:mod:`collectors.kineto.rows`); here each table's
+parts are concatenated, names become categoricals, annotations are derived from the host rows,
+and the metadata (rank, devices, process names) is read from the file's top-level keys.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from collectors.kineto.rows import RowParts
+from collectors.model import GPU_KINDS, DeviceInfo, Trace, TraceMeta, make_trace
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)")
+
+RANK_NAME_RES = (
+    re.compile(r"(?:^|[^A-Za-z])rank[-_]?(\d+)", re.IGNORECASE),
+    re.compile(r"\.(\d{1,5})\.json(?:\.gz)?$", re.IGNORECASE),
+)
+"""Rank from a file name: ``rank-3``, ``rank_3``, ``rank3`` (any case, anywhere in the name,
+``rank`` not preceded by a letter), else ``NAME.3.json[.gz]`` (1–5 digits right before
+``.json``, so that PIDs and timestamps elsewhere in torch's default names never match)."""
+
+
+def rank_from_filename(name: str) -> int | None:
+    """The rank encoded in a file name (:data:`RANK_NAME_RES`), or None."""
+    for rx in RANK_NAME_RES:
+        m = rx.search(name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# building the tables
+
+
+def build_trace(parts: RowParts, rank: int | None) -> Trace:
+    """The Trace of a file's rows (*parts*, whose part lists it consumes); *rank* overrides the
+    rank the file records."""
+    counters = {
+        "name": [n for p in parts.counters for n in p[0]],
+        "ts_ns": np.concatenate([p[1] for p in parts.counters]) if parts.counters else _EMPTY_INTS,
+        "value": np.array([v for p in parts.counters for v in p[2]], dtype=np.float64),
+        "device": np.array([d for p in parts.counters for d in p[3]], dtype=np.int64),
+    }
+    names = np.array(parts.names, dtype=object)
+    cats = np.array(parts.cats, dtype=object)
+    gpu = _concat(parts.gpu)
+    parts.gpu.clear()  # not alive while the next table is built
+    gpu["name"] = _categorical(gpu["name"], names)
+    gpu["kind"] = _categorical(gpu["kind"], np.array(GPU_KINDS, dtype=object))
+    gpu["copy_kind"] = pd.Categorical(gpu["copy_kind"])
+    host = _concat(parts.host)
+    parts.host.clear()
+    host["name"] = _categorical(host["name"], names)
+    host["cat"] = _categorical(host["cat"], cats)
+    _mark_collectives(host)
+    gpu_user = _concat(parts.gpu_user)
+    gpu_user["name"] = names[gpu_user["name"]].tolist()
+    annotations = _annotation_columns(host, gpu_user)
+    meta = _meta(parts, rank)
+    return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
+
+
+_EMPTY_INTS = np.zeros(0, dtype=np.int64)
+
+
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table's columns from its chunks' (numpy arrays or lists)."""
+    out: dict[str, Any] = {}
+    for key, first in parts[0].items():
+        if isinstance(first, np.ndarray):
+            out[key] = np.concatenate([p[key] for p in parts]) if len(parts) > 1 else first
+        else:
+            out[key] = list(chain.from_iterable(p[key] for p in parts))
+    return out
+
+
+def _categorical(ids: np.ndarray, strings: np.ndarray) -> pd.Categorical:
+    """Categorical of ``strings[ids]``, categories in order of first appearance (interned)."""
+    codes, uniques = pd.factorize(ids)
+    return pd.Categorical.from_codes(
+        codes, categories=pd.Index(strings[uniques], dtype=object).astype(str)
+    )
+
+
+def _mark_collectives(host: dict[str, Any]) -> None:
+    """``record_param_comms`` and ``nccl:*`` rows are collectives even without metadata: ``{}``."""
+    names: pd.Categorical = host["name"]
+    is_coll = np.array(
+        [c == "record_param_comms" or c.startswith("nccl:") for c in names.categories] + [False],
+        dtype=bool,
+    )[names.codes]
+    comm = host["comm_args"]
+    for i in np.flatnonzero(is_coll).tolist():
+        if comm[i] is None:
+            comm[i] = {}
+
+
+def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[str, Any]:
+    """Step (``ProfilerStep#N``), user (``user_annotation``) and ``gpu_user`` annotations."""
+    names: pd.Categorical = host["name"]
+    step_of_cat = np.array(
+        [int(m.group(1)) if (m := STEP_RE.match(c)) else -1 for c in names.categories] + [-1],
+        dtype=np.int64,
+    )
+    host_step = step_of_cat[names.codes]
+    is_step = host_step >= 0
+    cats: pd.Categorical = host["cat"]
+    user_cat = np.append(np.asarray(cats.categories) == "user_annotation", False)
+    is_user = user_cat[cats.codes] & ~is_step
+    pick = np.flatnonzero(is_step | is_user)
+
+    gu_names: list[str] = gpu_user["name"]
+    gu_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in gu_names]
+    kind = np.where(is_step[pick], "step", "user").tolist() + ["gpu_user"] * len(gu_names)
+    return {
+        "name": np.asarray(names.categories, dtype=object)[names.codes[pick]].tolist() + gu_names,
+        "kind": kind,
+        "start_ns": np.concatenate([host["start_ns"][pick], gpu_user["start_ns"]]),
+        "end_ns": np.concatenate([host["end_ns"][pick], gpu_user["end_ns"]]),
+        "step": np.concatenate([host_step[pick], np.array(gu_step, dtype=np.int64)]),
+        "pid": np.concatenate([host["pid"][pick], gpu_user["pid"]]),
+        "tid": np.concatenate([host["tid"][pick], gpu_user["tid"]]),
+        "stream": np.concatenate([np.full(len(pick), -1, np.int64), gpu_user["stream"]]),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# metadata
+
+
+def _meta(parts: RowParts, rank: int | None) -> TraceMeta:
+    doc, path = parts.top, parts.path
+    info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
+    info_rank = _as_int(info.get("rank")) if info else None
+    name_rank = rank_from_filename(path.name)
+    if rank is not None:
+        the_rank, source = int(rank), "argument"
+    elif info_rank is not None:
+        the_rank, source = info_rank, "distributedInfo"
+    elif name_rank is not None:
+        the_rank, source = name_rank, "filename"
+    else:
+        the_rank, source = 0, "default"
+
+    extra: dict[str, Any] = {}
+    if info is not None:
+        extra["distributedInfo"] = info
+    for key in (
+        "traceName",
+        "displayTimeUnit",
+        "record_shapes",
+        "trace_id",
+        "cupti_version",
+        "cuda_runtime_version",
+        "cuda_driver_version",
+    ):
+        value = getattr(doc, key)
+        if value is not None:
+            extra[key] = value
+    extra.update(parts.processes)
+
+    base = doc.baseTimeNanoseconds
+    return TraceMeta(
+        rank=the_rank,
+        source_format="kineto",
+        source_path=str(path),
+        source_version=None if doc.schemaVersion is None else str(doc.schemaVersion),
+        world_size=_as_int(info.get("world_size")) if info else None,
+        rank_source=source,
+        hostname=doc.host_name if isinstance(doc.host_name, str) else None,
+        base_time_ns=base if base.__class__ is int else None,
+        devices=_devices(doc.deviceProperties, set(parts.cats)),
+        extra=extra,
+    )
+
+
+def _as_int(v: Any) -> int | None:
+    if v.__class__ is int:
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
+
+
+_DEVICE_FIELDS = {
+    "computeMajor": "compute_major",
+    "computeMinor": "compute_minor",
+    "numSms": "sm_count",
+    "totalGlobalMem": "total_memory_bytes",
+    "maxThreadsPerBlock": "max_threads_per_block",
+    "maxThreadsPerMultiprocessor": "max_threads_per_sm",
+    "regsPerBlock": "regs_per_block",
+    "regsPerMultiprocessor": "regs_per_sm",
+    "warpSize": "warp_size",
+    "sharedMemPerBlock": "smem_per_block_bytes",
+    "sharedMemPerBlockOptin": "smem_per_block_optin_bytes",
+    "sharedMemPerMultiprocessor": "smem_per_sm_bytes",
+    "maxSharedMemoryPerMultiProcessor": "smem_per_sm_bytes",
+    "l2CacheSize": "l2_cache_bytes",
+    "clockRate": "clock_rate_khz",
+}
+"""Kineto ``deviceProperties`` key → :class:`DeviceInfo` field (ROCm spells the per-SM
+shared memory ``maxSharedMemoryPerMultiProcessor``)."""
+
+_AMD_RE = re.compile(r"AMD|Radeon|Instinct|\bMI\d{3}", re.IGNORECASE)
+_MTIA_RE = re.compile(r"MTIA|ARTEMIS|FREYA", re.IGNORECASE)
+
+
+def _vendor(name: str | None, cats: set[str]) -> str | None:
+    """``AMD`` / ``MTIA`` / ``NVIDIA`` from the device name, else from the trace's categories."""
+    if name and _AMD_RE.search(name):
+        return "AMD"
+    if (name and _MTIA_RE.search(name)) or any(c.startswith("mtia") for c in cats):
+        return "MTIA"
+    if name and re.search(r"NVIDIA|Tesla|Quadro|GeForce|RTX", name):
+        return "NVIDIA"
+    if cats & {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"}:
+        return "NVIDIA"
+    return None
+
+
+def _devices(props: Any, cats: set[str]) -> list[DeviceInfo]:
+    if not isinstance(props, list):
+        return []
+    out = []
+    for p in props:
+        if not isinstance(p, dict) or _as_int(p.get("id")) is None:
+            continue
+        name = p.get("name") if isinstance(p.get("name"), str) else None
+        fields = {f: p[k] for k, f in _DEVICE_FIELDS.items() if k in p and p[k].__class__ is int}
+        out.append(DeviceInfo(id=_as_int(p["id"]), name=name, vendor=_vendor(name, cats), **fields))
+    return out
