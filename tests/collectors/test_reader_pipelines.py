@@ -1,7 +1,7 @@
-"""The Kineto reader is a pipeline: every call between its modules goes one way, from a stage to
-the stage below it (reader → parallel → rows → stream → decode; rows → columns; reader → tables),
-whichever path a file takes (typed chunks, exact decimal times, collective metadata, the
-whole-text read of a malformed file, the two-process read)."""
+"""The Kineto and Nsight Systems readers are pipelines: every call between their modules goes one
+way, from a stage to a stage below it, whichever path a file takes (Kineto: typed chunks, exact
+decimal times, collective metadata, the whole-text read of a malformed file, the two-process read;
+nsys: exports of several nsys releases)."""
 
 from __future__ import annotations
 
@@ -14,32 +14,44 @@ import pytest
 from conftest import shared_path
 
 import collectors.kineto
+import collectors.nsys
 from collectors.errors import InputError
 from collectors.kineto import read_kineto
+from collectors.nsys import read_nsys
 
-PACKAGE = Path(collectors.kineto.__file__).parent
-
-CALLS_DOWN = {
+KINETO = Path(collectors.kineto.__file__).parent
+KINETO_CALLS_DOWN = {
     "reader": {"parallel", "rows", "tables"},
     "parallel": {"rows"},
     "rows": {"stream", "columns"},
     "stream": {"decode"},
 }
-"""Which stage modules each one may call (a module's calls to itself are not listed)."""
+"""Which stage modules each Kineto stage may call (a module's calls to itself are not listed)."""
+
+NSYS = Path(collectors.nsys.__file__).parent
+NSYS_CALLS_DOWN = {
+    "reader": {"export", "tables", "traces"},
+    "tables": {"gpu", "host", "counters", "devices", "schema"},
+    "gpu": {"strings", "schema"},
+    "host": {"strings", "schema"},
+    "counters": {"schema"},
+    "devices": {"schema"},
+    "strings": {"schema"},
+}
+"""The same for the Nsight Systems reader."""
 
 
-def _stage(frame: FrameType | None) -> str | None:
-    if frame is None:
-        return None
-    path = Path(frame.f_code.co_filename)
-    return path.stem if path.parent == PACKAGE else None
-
-
-def _calls_between_stages(read: Any) -> set[tuple[str, str, str]]:
+def _calls_between_stages(read: Any, package: Path = KINETO) -> set[tuple[str, str, str]]:
     """(caller stage, callee stage, function) of every call from one stage module into another
     while *read* runs (Python-level calls: the profile hook sees each call and generator
     resumption)."""
     seen: set[tuple[str, str, str]] = set()
+
+    def _stage(frame: FrameType | None) -> str | None:
+        if frame is None:
+            return None
+        path = Path(frame.f_code.co_filename)
+        return path.stem if path.parent == package else None
 
     def hook(frame: FrameType, event: str, arg: object) -> None:
         if event != "call":
@@ -56,8 +68,10 @@ def _calls_between_stages(read: Any) -> set[tuple[str, str, str]]:
     return seen
 
 
-def _upward(calls: set[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    return sorted(c for c in calls if c[1] not in CALLS_DOWN.get(c[0], set()))
+def _upward(
+    calls: set[tuple[str, str, str]], allowed: dict[str, set[str]] = KINETO_CALLS_DOWN
+) -> list[tuple[str, str, str]]:
+    return sorted(c for c in calls if c[1] not in allowed.get(c[0], set()))
 
 
 @pytest.mark.parametrize(
@@ -100,3 +114,18 @@ def test_a_two_process_read_calls_only_down_the_stages_in_the_parent() -> None:
     assert ("reader", "parallel", "read_rows") in calls
     assert ("parallel", "rows", "read_chunks") in calls
     assert ("parallel", "rows", "merge") in calls
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        "nsys2022.2.1.31__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+        "nsys2023.4.4.54__tutorial_vqe__report1.sqlite",
+        "nsys2025.5.2.266__cuda-perf-sandbox__report1.sqlite",
+    ],
+)
+def test_an_nsys_read_calls_only_down_the_stages(export: str) -> None:
+    path = shared_path("nsys", export)
+    calls = _calls_between_stages(lambda: read_nsys(path), NSYS)
+    assert _upward(calls, NSYS_CALLS_DOWN) == []
+    assert {"tables", "traces", "gpu", "host", "schema"} <= {c[1] for c in calls}
