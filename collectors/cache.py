@@ -111,7 +111,7 @@ def file_digest(path: Path) -> str:
 
 @functools.cache
 def source_fingerprint(*packages: str) -> str:
-    """Hash of the named packages' top-level ``*.py`` files and ``data/`` files.
+    """Hash of the named packages' ``*.py`` files (subpackages included) and ``data/`` files.
 
     Keys that include it change whenever that code changes, so results of old code are never
     served (a conservative rule: any edit, even a comment, invalidates).
@@ -125,7 +125,7 @@ def source_fingerprint(*packages: str) -> str:
             h.update(f"{pkg}:missing".encode())
             continue
         here = Path(next(iter(spec.submodule_search_locations)))
-        files = sorted(here.glob("*.py")) + sorted(p for p in here.glob("data/*") if p.is_file())
+        files = sorted(here.rglob("*.py")) + sorted(p for p in here.glob("data/*") if p.is_file())
         for p in files:
             h.update(f"{pkg}/{p.relative_to(here)}".encode())
             with contextlib.suppress(OSError):
