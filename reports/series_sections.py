@@ -14,14 +14,13 @@ relative to the host's first sample (``t0_unix_ns``).
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analyzers.options import AnalysisOptions
+from collectors.rundir import read_run_meta
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -242,11 +241,8 @@ def _run_meta(run_dir: Any) -> dict[str, Any] | None:
     """The report-relevant part of ``RUN/meta.json`` (None when absent or unreadable)."""
     if not run_dir:
         return None
-    try:
-        meta = json.loads(Path(run_dir, "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict):
+    meta = read_run_meta(run_dir)
+    if meta is None:
         return None
     out = {k: meta.get(k) for k in META_KEYS}
     out["ended_unix_ns"] = meta.get("ended_unix_ns")
