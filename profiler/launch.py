@@ -33,9 +33,9 @@ from profiler.config import (
     ENV_RUN_DIR,
     ENV_STEPS,
     ENV_TORCH_CUDA,
+    expand_out,
     parse_steps,
 )
-from profiler.session import expand_out
 
 SHIM_DIR = Path(__file__).resolve().parent / "_shim"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -11,6 +11,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from analyzers.energy import run_energy_per_step_mj
+
 Summary = Mapping[str, Any]
 
 
@@ -197,12 +199,13 @@ def throughput_card(summary: Summary) -> dict[str, Any] | None:
 
 
 def energy_card(summary: Summary) -> dict[str, Any] | None:
-    """Energy per step: Σ over hosts of the host's median per-step energy (all its GPUs)."""
+    """Energy per step of the run (:func:`analyzers.energy.run_energy_per_step_mj` of the
+    hosts' ``energy_per_step_mj``)."""
     hosts = ((summary.get("run") or {}).get("nvml")) or []
     vals = [v for h in hosts if (v := num(h.get("energy_per_step_mj"))) is not None]
     if not vals:
         return None
-    return {"energy_per_step_mj": sum(vals), "hosts": len(vals)}
+    return {"energy_per_step_mj": run_energy_per_step_mj(vals), "hosts": len(vals)}
 
 
 def cards(summary: Summary) -> dict[str, Any]:
