@@ -99,7 +99,7 @@ def run_analyze(
     if gpu is not None:
         extras["ncu_gpu"] = gpu
     if peaks is not None:
-        from analyzers.gpu_peaks import load_peaks
+        from collectors.peaks import load_peaks
 
         extras["gpu_peaks"] = load_peaks(peaks)
     if workers is not None and workers < 1:

@@ -87,7 +87,7 @@ def _occupancy(
 
 
 def _list_gpus(peaks_file: Path | None, as_json: bool) -> None:
-    from analyzers.gpu_peaks import PRECISIONS, load_peaks
+    from collectors.peaks import PRECISIONS, load_peaks
 
     table = load_peaks(peaks_file)
     if as_json:
@@ -116,12 +116,13 @@ def _roofline(
         return
     if file is None:
         raise UsageError("roofline needs an Nsight Compute CSV file (or --list-gpus)")
-    from analyzers.gpu_peaks import load_peaks
+    from analyzers.gpu_peaks import peaks_named
     from analyzers.roofline import ncu_roofline
     from collectors.ncu import read_ncu_csv
+    from collectors.peaks import load_peaks
 
     report = read_ncu_csv(file)
-    peaks = load_peaks(peaks_file).get(gpu) if gpu else None
+    peaks = peaks_named(load_peaks(peaks_file), gpu) if gpu else None
     roof = ncu_roofline(report, peaks)
     if as_json:
         out = roof.to_dict()

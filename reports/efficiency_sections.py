@@ -2,7 +2,7 @@
 
 ``extras`` keys read here: ``"ncu"`` (a :class:`collectors.ncu.NcuReport`, from
 ``gpuscope analyze --ncu``) and ``"gpu_peaks"`` (a user peak file path or a loaded
-:class:`analyzers.gpu_peaks.PeakTable`).  The ncu roofline describes the profiled launches of
+:class:`collectors.peaks.PeakTable`).  The ncu roofline describes the profiled launches of
 that file, so it is the same in every rank's section.
 """
 
@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analyzers.gpu_peaks import PeakTable, load_peaks
+from analyzers.gpu_peaks import find_peaks, peaks_named
 from analyzers.kernel_occupancy import kernel_occupancy
 from analyzers.op_models import op_costs, op_groups
 from analyzers.options import AnalysisOptions
 from analyzers.roofline import ncu_roofline, op_roofline
 from collectors.errors import InputError
 from collectors.model import Trace
+from collectors.peaks import PeakTable, load_peaks
 
 TOP_N = 50
 """Kernel groups / roofline points listed per rank (largest first); totals cover all."""
@@ -88,7 +89,7 @@ def roofline(
     """
     table = _peaks(extras)
     device = trace.gpu_device
-    peaks = table.find(device.name) if device is not None else None
+    peaks = find_peaks(table, device.name) if device is not None else None
     costs = op_costs(trace)
     out: dict[str, Any] = {}
     if not costs.empty:
@@ -110,7 +111,7 @@ def roofline(
     if ncu is not None:
         ncu_peaks = None
         if extras.get("ncu_gpu"):
-            ncu_peaks = table.get(str(extras["ncu_gpu"]))
+            ncu_peaks = peaks_named(table, str(extras["ncu_gpu"]))
         try:
             out["ncu"] = ncu_roofline(ncu, ncu_peaks).to_dict()
         except InputError as err:
