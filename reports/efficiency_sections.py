@@ -19,7 +19,7 @@ from analyzers.op_models import op_costs, op_groups
 from analyzers.options import AnalysisOptions
 from analyzers.roofline import ncu_roofline, op_roofline
 from collectors.errors import InputError
-from collectors.model import Trace
+from collectors.model import GPU_WORK_KINDS, Trace
 from collectors.peaks import PeakTable, load_peaks
 
 TOP_N = 50
@@ -95,7 +95,7 @@ def roofline(
     if not costs.empty:
         groups = op_groups(costs)
         points = op_roofline(groups, peaks)
-        gpu_time = trace.gpu[trace.gpu["kind"].isin(("kernel", "memcpy", "memset"))]
+        gpu_time = trace.gpu[trace.gpu["kind"].isin(GPU_WORK_KINDS)]
         total = int((gpu_time["end_ns"] - gpu_time["start_ns"]).sum())
         modelled = int(costs["kernel_time_ns"].sum())
         out["ops"] = {
