@@ -42,8 +42,9 @@ def energy_per_step(counters: pd.DataFrame) -> pd.DataFrame:
     steps = marks["value"].to_numpy(dtype=np.int64)
     bounds = marks["ts_ns"].to_numpy(dtype=np.int64)
     out = []
-    for dev, e in energy.groupby("device", sort=True, observed=True):
+    for _, e in energy.groupby("device", sort=True, observed=True):
         e = e.sort_values("ts_ns", kind="stable")
+        dev = int(e["device"].to_numpy(dtype=np.int64)[0])
         ts = e["ts_ns"].to_numpy(dtype=np.int64)
         val = e["value"].to_numpy(dtype=np.float64)
         idx = np.searchsorted(ts, bounds, side="left")
@@ -54,7 +55,7 @@ def energy_per_step(counters: pd.DataFrame) -> pd.DataFrame:
             pd.DataFrame(
                 {
                     "step": steps[:-1],
-                    "device": np.full(len(dur), int(dev), dtype=np.int64),
+                    "device": np.full(len(dur), dev, dtype=np.int64),
                     "start_ns": bounds[:-1],
                     "end_ns": bounds[1:],
                     "energy_mj": emj,
@@ -74,10 +75,11 @@ def node_energy_per_step_mj(steps: pd.DataFrame) -> float | None:
     """
     per_step: dict[int, list[float]] = {}
     complete: dict[int, bool] = {}
-    for step, value in zip(steps["step"], steps["energy_mj"], strict=True):
-        mj = float(value)
-        per_step.setdefault(int(step), []).append(mj)
-        complete[int(step)] = complete.get(int(step), True) and bool(np.isfinite(mj))
+    ids = steps["step"].to_numpy(dtype=np.int64).tolist()
+    values = steps["energy_mj"].to_numpy(dtype=np.float64).tolist()
+    for step, mj in zip(ids, values, strict=True):
+        per_step.setdefault(step, []).append(mj)
+        complete[step] = complete.get(step, True) and bool(np.isfinite(mj))
     sums = sorted(sum(v) for k, v in per_step.items() if complete[k])
     return float(sums[(len(sums) - 1) // 2]) if sums else None
 

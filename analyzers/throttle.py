@@ -41,8 +41,9 @@ def throttle_bands(counters: pd.DataFrame) -> list[ThrottleBand]:
     time."""
     bands = []
     rows = counters[(counters["name"] == "clock_event_reasons") & (counters["device"] >= 0)]
-    for dev, g in rows.groupby("device", sort=True, observed=True):
+    for _, g in rows.groupby("device", sort=True, observed=True):
         g = g.sort_values("ts_ns", kind="stable")
+        dev = int(g["device"].to_numpy(dtype=np.int64)[0])
         ts = g["ts_ns"].to_numpy(dtype=np.int64)
         masks = np.nan_to_num(g["value"].to_numpy(dtype=np.float64)).astype(np.int64)
         on = (masks & THROTTLE_MASK) != 0
@@ -58,6 +59,6 @@ def throttle_bands(counters: pd.DataFrame) -> list[ThrottleBand]:
                 j += 1
             end = ts[j] if j < len(ts) else ts[j - 1]
             reasons = tuple(n for b, n in THROTTLE_REASONS.items() if union & b)
-            bands.append(ThrottleBand(int(dev), int(ts[i]), int(end), reasons))
+            bands.append(ThrottleBand(dev, int(ts[i]), int(end), reasons))
             i = j
     return bands

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from collectors.rundir import RANKS, counter_path, rank_meta_path, trace_path
 from profiler import environment
@@ -447,7 +447,7 @@ class Session:
     def __enter__(self) -> Session:
         return self.start()
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.stop("context exit")
         return False
 

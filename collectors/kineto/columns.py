@@ -8,6 +8,7 @@ every table takes from one chunk's activity rows.  numpy only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from operator import itemgetter
 from pathlib import Path
@@ -63,7 +64,7 @@ def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
     raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
 
 
-def decimal_us_to_ns(values: list[Decimal | None]) -> NDArray[np.int64]:
+def decimal_us_to_ns(values: Sequence[Decimal]) -> NDArray[np.int64]:
     """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
     return np.array([int(v.scaleb(3).to_integral_value()) for v in values], dtype=np.int64)
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import operator
 import zlib
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from types import GenericAlias
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
@@ -173,7 +175,7 @@ def _check_comm_fields() -> None:
     """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
     access by name is several times faster) are those of the keys they stand for."""
     key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
-    scan = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
+    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
     scan += ("pg_description", "pg_ranks")
     scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
     if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
@@ -263,10 +265,15 @@ def _union(x: type) -> Any:
     return reduce(operator.or_, (x, MEvent, CEvent, IEvent, _IEventUpper, *_SKIP_TYPES))
 
 
-EVENTS = msgspec.json.Decoder(list[_union(XEvent)])
+def _list_of(item: Any) -> Any:
+    """``list[item]`` for an item type built at run time."""
+    return GenericAlias(list, (item,))
+
+
+EVENTS = msgspec.json.Decoder(_list_of(_union(XEvent)))
 """Decodes a JSON array of events into typed Structs by ``ph`` (unknown ``ph``, a missing
 ``ph`` or an ``args`` of the wrong shape raise ``ValidationError``: use :data:`GENERIC_EVENTS`)."""
-EVENTS_COMM = msgspec.json.Decoder(list[_union(XEventComm)])
+EVENTS_COMM = msgspec.json.Decoder(_list_of(_union(XEventComm)))
 
 
 class Event(msgspec.Struct, gc=False):
@@ -318,9 +325,9 @@ def _top_with(events: Any) -> msgspec.json.Decoder:
 
 HEAD = _top_with(Any)
 """The keys before ``traceEvents`` (decoded from that text + ``"traceEvents":[]}``)."""
-TAIL = _top_with(list[_union(XEvent)])
+TAIL = _top_with(_list_of(_union(XEvent)))
 """The last events and the keys after ``traceEvents`` (``{"traceEvents":[`` + the rest)."""
-TAIL_COMM = _top_with(list[_union(XEventComm)])
+TAIL_COMM = _top_with(_list_of(_union(XEventComm)))
 TAIL_GENERIC = _top_with(list[Event])
 
 
@@ -335,11 +342,17 @@ def merge_top(head: Any, tail: Any) -> KinetoFile:
     return KinetoFile(traceEvents=[], **values)
 
 
+class RawArgsEvent(Protocol):
+    """An event whose ``args`` are still undecoded (:class:`Event`, :class:`MEvent`)."""
+
+    args: msgspec.Raw
+
+
 _DECODER = msgspec.json.Decoder(KinetoFile)
 _BATCH_DECODERS: dict[type, msgspec.json.Decoder] = {}
 
 
-def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
+def decode_args(events: Sequence[RawArgsEvent], struct: type, path: Path) -> list[Any]:
     """Decode the ``args`` of *events* into *struct* instances with one decoder call.
 
     Raises:
@@ -349,7 +362,7 @@ def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
 
 
 def decode_args_joined(
-    events: list[Event], struct: type, path: Path
+    events: Sequence[RawArgsEvent], struct: type, path: Path
 ) -> tuple[list[Any], bytes, np.ndarray]:
     """:func:`decode_args`, also returning the joined ``args`` text and each event's offset in it
     (for :func:`comm_args`)."""
@@ -357,7 +370,7 @@ def decode_args_joined(
         return [], b"[]", np.zeros(0, dtype=np.int64)
     dec = _BATCH_DECODERS.get(struct)
     if dec is None:
-        dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(list[struct])
+        dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(_list_of(struct))
     parts = [e.args or b"{}" for e in events]
     joined = b"[" + b",".join(parts) + b"]"
     lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))

@@ -23,6 +23,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -63,6 +64,7 @@ from collectors.kineto.decode import (
     read_bytes,
 )
 
+_inflate: ModuleType
 try:  # ISA-L's inflate: about 4x zlib's speed, the same gzip checks (CRC, length, members)
     from isal import isal_zlib as _inflate
 except ImportError:  # pragma: no cover - platforms without an isal wheel

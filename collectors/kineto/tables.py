@@ -245,9 +245,10 @@ def _devices(props: Any, cats: set[str]) -> list[DeviceInfo]:
         return []
     out = []
     for p in props:
-        if not isinstance(p, dict) or _as_int(p.get("id")) is None:
+        dev_id = _as_int(p.get("id")) if isinstance(p, dict) else None
+        if dev_id is None:
             continue
         name = p.get("name") if isinstance(p.get("name"), str) else None
         fields = {f: p[k] for k, f in _DEVICE_FIELDS.items() if k in p and p[k].__class__ is int}
-        out.append(DeviceInfo(id=_as_int(p["id"]), name=name, vendor=_vendor(name, cats), **fields))
+        out.append(DeviceInfo(id=dev_id, name=name, vendor=_vendor(name, cats), **fields))
     return out

@@ -423,8 +423,9 @@ def format_text(logs: Sequence[NcclTestsLog]) -> str:
             "            (us)  (GB/s)  (GB/s)",
         ]
         bus_all = []
-        for (size, count), grp in r.groupby(["size_bytes", "count"], sort=False):
+        for _, grp in r.groupby(["size_bytes", "count"], sort=False):
             first = grp.iloc[0]
+            size, count = int(first["size_bytes"]), int(first["count"])
             ty = _NCCL_TESTS_TYPE.get(str(first["dtype"]), str(first["dtype"]))
             line = f"{int(size):12d}  {int(count):12d}  {ty:>8s}  {first['redop']:>6s}  " + (
                 f"{int(first['root']):6d}"
