@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from collectors.kineto import read_kineto  # noqa: E402
-from collectors.kineto.decode import read_bytes  # noqa: E402
+from collectors.kineto.source import read_bytes  # noqa: E402
 from collectors.kineto.stream import stream_chunks  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data" / "kineto" / "hta"

@@ -119,6 +119,20 @@ class Activities:
         return out
 
 
+def gpu_user_part(cols: Activities, idx: np.ndarray) -> dict[str, Any]:
+    """The ``gpu_user`` part of the rows at *idx* (their stream, else their thread)."""
+    tid = cols.tid[idx]
+    stream = cols.stream[idx]
+    return {
+        "name": cols.name[idx],
+        "start_ns": cols.start[idx],
+        "end_ns": cols.end[idx],
+        "pid": cols.pid[idx],
+        "tid": tid,
+        "stream": np.where(stream != -1, stream, tid),
+    }
+
+
 def pick(values: list[Any], idx: np.ndarray) -> list[Any]:
     if len(idx) < 2:
         return [values[i] for i in idx.tolist()]

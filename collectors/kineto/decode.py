@@ -15,7 +15,6 @@ cannot hold exactly are decoded again as decimals (:func:`exact_times`).  Only
 from __future__ import annotations
 
 import operator
-import zlib
 from collections.abc import Sequence
 from decimal import Decimal
 from functools import reduce
@@ -27,9 +26,6 @@ import msgspec
 import numpy as np
 
 from collectors.errors import InputError
-
-GZIP_MAGIC = b"\x1f\x8b"
-
 
 COMM_KEYS: tuple[str, ...] = (
     "Collective name",
@@ -141,48 +137,7 @@ COMM_SCAN: tuple[bytes, ...] = (
     b'"Process Group ',
 )
 """Text counted in each chunk: it holds a :data:`COMM_MARKERS` key when this occurs (one scan
-finds the four ``Process Group ...`` keys)."""
-
-
-def comm_scan(args: list[Any]) -> tuple[list[int], int]:
-    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
-    many such keys they have in all."""
-    some = [
-        i
-        for i, a in enumerate(args)
-        if a.collective_name
-        or a.comms_id
-        or a.in_msg_nelems
-        or a.pg_id
-        or a.pg_name
-        or a.pg_description
-        or a.pg_ranks
-    ]
-    found = 0
-    for i in some:
-        a = args[i]
-        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
-        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
-    return some, found
-
-
-def has_comm_marker(a: Any) -> bool:
-    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
-    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
-
-
-def _check_comm_fields() -> None:
-    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
-    access by name is several times faster) are those of the keys they stand for."""
-    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
-    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
-    scan += ("pg_description", "pg_ranks")
-    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
-    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
-        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
-
-
-_check_comm_fields()
+finds the four ``Process Group ...`` keys; :func:`collectors.kineto.stream.comm_scan`)."""
 
 
 class MetaArgs(msgspec.Struct, gc=False):
@@ -402,47 +357,6 @@ def comm_args(events: list[Event], joined: bytes, offsets: np.ndarray) -> dict[i
         if isinstance(args, dict):
             out[i] = {k: args[k] for k in COMM_KEYS if k in args}
     return out
-
-
-def read_bytes(path: Path) -> bytes:
-    """The file's JSON text, gunzipped when it starts with the gzip magic bytes.
-
-    Raises:
-        InputError: missing/unreadable file, truncated or corrupt gzip data.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a Kineto trace file", path=path) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", path=path) from None
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, path)
-    return data
-
-
-def _gunzip(data: bytes, path: Path) -> bytes:
-    """Decompress (possibly multi-member) gzip data; zlib checks each member's CRC and size.
-
-    Raises:
-        InputError: truncated or corrupt data.
-    """
-    parts = []
-    rest = data
-    while rest[:2] == GZIP_MAGIC:
-        d = zlib.decompressobj(wbits=31)
-        try:
-            parts.append(d.decompress(rest))
-        except zlib.error as e:
-            raise InputError(f"corrupt gzip data: {e}", path=path) from None
-        if not d.eof:
-            raise InputError("truncated gzip data (file cut short?)", path=path)
-        rest = d.unused_data
-    if rest.strip(b"\0"):
-        raise InputError("corrupt gzip data: trailing bytes after the last member", path=path)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decode(data: bytes, path: Path) -> KinetoFile:

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.kineto.decode import GZIP_MAGIC
 from collectors.kineto.rows import RowParts, Rows, read_chunks
+from collectors.kineto.source import GZIP_MAGIC
 from collectors.kineto.stream import Fallback
 
 MIN_TEXT_BYTES = 24 << 20

@@ -7,7 +7,8 @@ below it (``tests/collectors/test_kineto_pipeline.py`` checks every call)::
       parallel.read_rows(path)                      parallel.py: this process and a forked helper
         rows.read_chunks(path, claimed=...)           each decode the chunks they claim
       or rows.read_rows(path)                       rows.py: each chunk's events → numpy columns
-           stream.stream_chunks(path)               stream.py: gunzip, cut at event boundaries
+           stream.stream_chunks(path)               stream.py: cut at event boundaries, decode
+                source.text_pieces(path)            source.py: the text, gunzipped
                 decode.EVENTS.decode(text)          decode.py: typed msgspec Structs
       tables.build_trace(rows, rank)                tables.py: the tables and the metadata
 

@@ -32,6 +32,7 @@ from collectors.kineto.columns import (
     counter_rows,
     decimal_us_to_ns,
     floats,
+    gpu_user_part,
     ints,
     triples,
     us_to_ns,
@@ -241,7 +242,7 @@ class Rows:
         if is_host.any():
             self.host.append((self.index, self._host_part(cols, np.flatnonzero(is_host))))
         if is_gpu_user.any():
-            self.gpu_user.append((self.index, _gpu_user_part(cols, np.flatnonzero(is_gpu_user))))
+            self.gpu_user.append((self.index, gpu_user_part(cols, np.flatnonzero(is_gpu_user))))
 
     def _gpu_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         rows, a = cols.rows(idx)
@@ -352,7 +353,7 @@ class Rows:
             cats=list(self.cats),
             gpu=_ordered(self.gpu) or [self._gpu_part(empty, EMPTY_INTS)],
             host=_ordered(self.host) or [self._host_part(empty, EMPTY_INTS)],
-            gpu_user=_ordered(self.gpu_user) or [_gpu_user_part(empty, EMPTY_INTS)],
+            gpu_user=_ordered(self.gpu_user) or [gpu_user_part(empty, EMPTY_INTS)],
             counters=counters,
             processes=_process_thread_names(list(last.values()), self.path),
             chunks=self.chunks,
@@ -405,19 +406,6 @@ class Rows:
 def _ordered(parts: list[tuple[int, Any]]) -> list[Any]:
     """The parts (each keyed by its chunk's index) in chunk order."""
     return [part for _, part in sorted(parts, key=itemgetter(0))]
-
-
-def _gpu_user_part(cols: Activities, idx: np.ndarray) -> dict[str, Any]:
-    tid = cols.tid[idx]
-    stream = cols.stream[idx]
-    return {
-        "name": cols.name[idx],
-        "start_ns": cols.start[idx],
-        "end_ns": cols.end[idx],
-        "pid": cols.pid[idx],
-        "tid": tid,
-        "stream": np.where(stream != -1, stream, tid),
-    }
 
 
 def _process_thread_names(rows: list[MEvent], path: Path) -> dict[str, Any]:

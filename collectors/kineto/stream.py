@@ -1,5 +1,6 @@
-"""Chunked reading of Kineto trace files: decompress in pieces, decode ``traceEvents`` a few MB
-at a time, so that neither the whole JSON text nor a Struct per event is ever held at once.
+"""Chunked reading of Kineto trace files: the text in pieces (:mod:`collectors.kineto.source`),
+``traceEvents`` decoded a few MB at a time, so that neither the whole JSON text nor a Struct per
+event is ever held at once.
 
 :func:`stream_chunks` finds ``"traceEvents": [`` in the text, decodes the keys before it, then cuts
 the array at event boundaries (``}`` ``,`` ``{``) into chunks of about :data:`CHUNK_BYTES` and
@@ -20,10 +21,8 @@ of the whole-text reader: only the ``args`` of the events that become rows must 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -32,11 +31,11 @@ from collectors.errors import InputError
 from collectors.kineto.decode import (
     COMM_FIELDS,
     COMM_KEYS,
+    COMM_MARKER_KEYS,
     COMM_SCAN,
     EVENTS,
     EVENTS_COMM,
     GENERIC_EVENTS,
-    GZIP_MAGIC,
     HEAD,
     SKIP,
     TAIL,
@@ -51,30 +50,22 @@ from collectors.kineto.decode import (
     MetaArgs,
     MEvent,
     XArgs,
+    XArgsComm,
     XEvent,
     XEventComm,
     comm_args,
-    comm_scan,
     decode,
     decode_args,
     decode_args_joined,
     exact_times,
-    has_comm_marker,
     merge_top,
-    read_bytes,
 )
-
-_inflate: ModuleType
-try:  # ISA-L's inflate: about 4x zlib's speed, the same gzip checks (CRC, length, members)
-    from isal import isal_zlib as _inflate
-except ImportError:  # pragma: no cover - platforms without an isal wheel
-    _inflate = zlib
+from collectors.kineto.source import Fallback, read_bytes, text_pieces
 
 CHUNK_BYTES = 2 << 20
 """Decode ``traceEvents`` in chunks of about this much JSON text."""
 PIECE_BYTES = 1 << 20
 """Decompress (or read) this much at a time."""
-_GZIP_BLOCK = 1 << 16
 HEAD_LIMIT = 16 << 20
 """Give up chunked reading when ``"traceEvents": [`` is not within this much text."""
 
@@ -94,8 +85,45 @@ META_NAMES = ("process_name", "thread_name", "process_labels")
 """The ``M`` events the model keeps."""
 
 
-class Fallback(Exception):
-    """The text does not suit the chunked reader: read it whole (:func:`whole_chunks`)."""
+def comm_scan(args: list[Any]) -> tuple[list[int], int]:
+    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
+    many such keys they have in all."""
+    some = [
+        i
+        for i, a in enumerate(args)
+        if a.collective_name
+        or a.comms_id
+        or a.in_msg_nelems
+        or a.pg_id
+        or a.pg_name
+        or a.pg_description
+        or a.pg_ranks
+    ]
+    found = 0
+    for i in some:
+        a = args[i]
+        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
+        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
+    return some, found
+
+
+def has_comm_marker(a: Any) -> bool:
+    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
+    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
+
+
+def _check_comm_fields() -> None:
+    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
+    access by name is several times faster) are those of the keys they stand for."""
+    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
+    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
+    scan += ("pg_description", "pg_ranks")
+    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
+    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
+        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
+
+
+_check_comm_fields()
 
 
 class _BadCut(Fallback):
@@ -256,7 +284,7 @@ def stream_chunks(
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
     """
-    pieces = _pieces(path)
+    pieces = text_pieces(path, PIECE_BYTES)
     head = b""
     for piece in pieces:
         head += piece
@@ -433,41 +461,3 @@ def _decode_generic(text: bytes, tail: bool) -> tuple[list[Event], Any]:
         raise Fallback from None  # events that are not objects: the whole-text reader says so
     except msgspec.DecodeError:
         raise _BadCut from None
-
-
-def _pieces(path: Path) -> Iterator[bytes]:
-    """The file's JSON text in pieces, gunzipped (every member) when it starts with gzip magic.
-
-    Raises:
-        Fallback: unreadable file, corrupt or truncated gzip data.
-    """
-    try:
-        with path.open("rb") as f:
-            first = f.read(PIECE_BYTES)
-            if first[:2] != GZIP_MAGIC:
-                while first:
-                    yield first
-                    first = f.read(PIECE_BYTES)
-                return
-            data = first + f.read()
-    except OSError:
-        raise Fallback from None
-    while data[:2] == GZIP_MAGIC:  # one member after the other
-        d = _inflate.decompressobj(wbits=31)
-        pos = 0
-        while not d.eof:
-            block = d.unconsumed_tail
-            if not block:  # feed the input in blocks: each call copies its unconsumed tail
-                block = data[pos : pos + _GZIP_BLOCK]
-                pos += len(block)
-            try:
-                out = d.decompress(block, PIECE_BYTES)
-            except (zlib.error, _inflate.error):
-                raise Fallback from None
-            if out:
-                yield out
-            elif not d.eof and not d.unconsumed_tail and pos >= len(data):
-                raise Fallback  # truncated
-        data = d.unused_data + data[pos:]
-    if data.strip(b"\0"):
-        raise Fallback

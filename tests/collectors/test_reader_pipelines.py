@@ -24,7 +24,7 @@ KINETO_CALLS_DOWN = {
     "reader": {"parallel", "rows", "tables"},
     "parallel": {"rows"},
     "rows": {"stream", "columns"},
-    "stream": {"decode"},
+    "stream": {"source", "decode"},
 }
 """Which stage modules each Kineto stage may call (a module's calls to itself are not listed)."""
 
@@ -87,7 +87,7 @@ def test_a_serial_read_calls_only_down_the_stages(trace: str, path_taken: str) -
     calls = _calls_between_stages(lambda: read_kineto(path, parallel=False))
     assert _upward(calls) == [], path_taken
     stages = {c[1] for c in calls}
-    assert {"rows", "stream", "decode", "tables"} <= stages  # the whole pipeline ran
+    assert {"rows", "stream", "source", "decode", "tables"} <= stages  # the whole pipeline ran
     if path_taken == "exact times":
         assert ("rows", "stream", "exact_values") in calls
     if path_taken == "collective metadata":
