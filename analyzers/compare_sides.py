@@ -49,8 +49,8 @@ from analyzers.kernel_summary import UNNAMED
 from analyzers.name_normalize import normalize_kernel_name
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError
-from collectors.linking import innermost_range
-from collectors.model import launch_mask
+from collectors.linking import innermost_range, launching_calls
+from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -60,8 +60,6 @@ VIEWS = ("kernel", "op", "collective", "annotation", "step")
 """The views of a comparison, in display order (``--by``)."""
 EVENT_VIEWS = VIEWS[:-1]
 """Views built from event tables (the step view is built from the steps)."""
-GPU_ACTIVITY_KINDS = ("kernel", "memcpy", "memset")
-"""``gpu.kind`` values the kernel and op views count."""
 ANNOTATION_KINDS = ("user", "gpu_user", "nvtx")
 EVENT_COLUMNS = ("key", "name", "kind", "dur_ns", "t_ns", "call")
 STEP_COLUMNS = ("step", "start_ns", "end_ns", "duration_ns")
@@ -138,16 +136,17 @@ def _lookup(keys: np.ndarray, values: np.ndarray, order: np.ndarray, query: Any)
 
 
 def _launches(trace: Trace, corr: np.ndarray) -> dict[str, np.ndarray]:
-    """Per correlation id, the launching host call's ``start_ns``, ``external_id``, ``pid`` and
-    ``tid`` (the earliest call with that id); -1 where there is none."""
+    """Per correlation id, the launching call's ``start_ns``, ``external_id``, ``pid`` and
+    ``tid`` (:func:`collectors.linking.launching_calls`); -1 where there is none."""
     h = trace.host
-    h_corr = h["correlation"].to_numpy()
-    m = launch_mask(h)
-    order = np.argsort(h["start_ns"].to_numpy()[m], kind="stable")
-    return {
-        c: _lookup(h_corr[m], h[c].to_numpy()[m], order, corr)
-        for c in ("start_ns", "external_id", "pid", "tid")
-    }
+    rows = launching_calls(h, corr)
+    hit = rows >= 0
+    out = {}
+    for c in ("start_ns", "external_id", "pid", "tid"):
+        values = np.full(len(rows), -1, dtype=np.int64)
+        values[hit] = h[c].to_numpy()[rows[hit]]
+        out[c] = values
+    return out
 
 
 def _prefix_mask(col: pd.Series, prefix: str) -> np.ndarray:
@@ -245,7 +244,7 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
     steps = step_breakdown(trace, options)[list(STEP_COLUMNS)].reset_index(drop=True)
     g = gpu_events(trace, options)
     span = temporal_breakdown(trace, options).span_ns if len(g) else None
-    acts = g[np.asarray(g["kind"].isin(GPU_ACTIVITY_KINDS), dtype=bool)]
+    acts = g[np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool)]
     launch = _launches(trace, acts["correlation"].to_numpy())
     t = np.where(launch["start_ns"] >= 0, launch["start_ns"], acts["start_ns"].to_numpy())
     names = _names(acts["name"])

@@ -1,192 +1,45 @@
-"""GPU peak FLOP/s and memory bandwidth for roofline ceilings, from a documented table.
+"""Which entry of the GPU peak table (:mod:`collectors.peaks`) a device uses.
 
-The built-in table ``analyzers/data/gpu_peaks.toml`` restates ``reference/gpus.md`` with the
-source of every row; figures marked [u] there are listed in the entry's ``unverified`` key and
-stay marked in every output.  A user TOML file of the same shape overrides it: an entry with
-the name of a built-in one replaces the keys it sets (and clears their unverified mark unless
-it lists them again), a new name adds a GPU.
-
-Precisions (``PRECISIONS``) and their keys: ``fp64`` (``fp64_tflops``), ``fp64_tensor``,
-``fp32``, ``tf32_tensor``, ``fp16_tensor`` (FP16/BF16 tensor, FP32 accumulation),
-``fp8_tensor``.  FLOP/s = TFLOP/s × 10¹²; bandwidth B/s = GB/s × 10⁹.
+The table is loaded by the collectors (built-in, or overridden by a user file); here it is only
+looked up: by a traced device's name (:func:`find_peaks`: the roofline's default ceilings for
+that device) or by a name the user gave (:func:`peaks_named`).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collectors.errors import UsageError
+from collectors.peaks import GpuPeaks, PeakTable
 
-from collectors.errors import InputError, MissingDependencyError, UsageError
-
-PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32_tensor", "fp16_tensor", "fp8_tensor")
-
-BUILTIN_PATH = Path(__file__).with_name("data") / "gpu_peaks.toml"
-
-_NUMERIC = (
-    "sm_count",
-    "boost_clock_mhz",
-    *(f"{p}_tflops" for p in PRECISIONS),
-    "mem_bw_gbs",
-    "nvlink_gbs",
-)
-_TEXT = ("memory", "l2", "notes", "source")
-_KEYS = frozenset({"name", "match", "unverified", *_NUMERIC, *_TEXT})
+__all__ = ["find_peaks", "peaks_named"]
 
 
-@dataclass(frozen=True)
-class GpuPeaks:
-    """Peak figures of one GPU model (None = not published / not applicable)."""
-
-    name: str
-    match: tuple[str, ...]
-    values: Mapping[str, float]
-    """Numeric keys of the TOML entry (``fp32_tflops``, ``mem_bw_gbs``, ...)."""
-    text: Mapping[str, str]
-    unverified: frozenset[str] = field(default_factory=frozenset)
-    origin: str = "built-in"
-    """``built-in`` | the user file that set or changed the entry."""
-
-    def peak_flops(self, precision: str) -> float | None:
-        """Peak FLOP/s for *precision* (one of :data:`PRECISIONS`), or None."""
-        v = self.values.get(f"{precision}_tflops")
-        return None if v is None else v * 1e12
-
-    @property
-    def mem_bw_bytes_per_s(self) -> float | None:
-        v = self.values.get("mem_bw_gbs")
-        return None if v is None else v * 1e9
-
-    def is_unverified(self, key: str) -> bool:
-        return key in self.unverified
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: every key, plus ``unverified`` and ``origin``."""
-        out: dict[str, Any] = {"name": self.name, "match": list(self.match)}
-        out.update(self.values)
-        out.update(self.text)
-        out["unverified"] = sorted(self.unverified)
-        out["origin"] = self.origin
-        return out
+def find_peaks(table: PeakTable, device_name: str | None) -> GpuPeaks | None:
+    """The entry named *device_name* (any case), else the one with the longest ``match``
+    substring that occurs in it; None when none does."""
+    if not device_name:
+        return None
+    low = device_name.lower()
+    best: tuple[int, GpuPeaks] | None = None
+    for g in table.gpus:
+        if g.name.lower() == low:
+            return g
+        for m in g.match:
+            if m.lower() in low and (best is None or len(m) > best[0]):
+                best = (len(m), g)
+    return best[1] if best else None
 
 
-@dataclass(frozen=True)
-class PeakTable:
-    """All known GPUs; look-ups by table name or by a traced device name."""
-
-    gpus: tuple[GpuPeaks, ...]
-
-    def names(self) -> list[str]:
-        return [g.name for g in self.gpus]
-
-    def find(self, device_name: str | None) -> GpuPeaks | None:
-        """The entry whose name or longest ``match`` substring occurs in *device_name*."""
-        if not device_name:
-            return None
-        low = device_name.lower()
-        best: tuple[int, GpuPeaks] | None = None
-        for g in self.gpus:
-            if g.name.lower() == low:
-                return g
-            for m in g.match:
-                if m.lower() in low and (best is None or len(m) > best[0]):
-                    best = (len(m), g)
-        return best[1] if best else None
-
-    def get(self, name: str) -> GpuPeaks:
-        """Entry for a user-given GPU name (table name or device name).
-
-        Raises:
-            UsageError: no entry matches.
-        """
-        g = self.find(name)
-        if g is None:
-            raise UsageError(
-                f"unknown GPU {name!r}: known are {'; '.join(self.names())} "
-                "(add it with --peaks FILE.toml)"
-            )
-        return g
-
-
-def _toml_load(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise MissingDependencyError(
-                "reading GPU peak files on Python 3.10 needs tomli: pip install tomli"
-            ) from None
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", path=path) from None
-
-
-def _entries(doc: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
-    gpus = doc.get("gpu")
-    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-        raise InputError("expected [[gpu]] tables", path=path)
-    for g in gpus:
-        if not isinstance(g.get("name"), str):
-            raise InputError("a [[gpu]] entry has no name", path=path)
-        unknown = set(g) - _KEYS
-        if unknown:
-            raise InputError(
-                f"GPU {g['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path=path
-            )
-        for k in _NUMERIC:
-            v = g.get(k)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
-                raise InputError(f"GPU {g['name']!r}: {k} must be a positive number", path=path)
-        bad = set(g.get("unverified", [])) - (_KEYS - {"name", "match", "unverified"})
-        if bad:
-            raise InputError(
-                f"GPU {g['name']!r}: unverified names unknown key(s) {sorted(bad)}", path=path
-            )
-    return gpus
-
-
-def _make(entry: Mapping[str, Any], origin: str) -> GpuPeaks:
-    return GpuPeaks(
-        name=entry["name"],
-        match=tuple(entry.get("match", ())),
-        values={k: float(entry[k]) for k in _NUMERIC if entry.get(k) is not None},
-        text={k: str(entry[k]) for k in _TEXT if entry.get(k) is not None},
-        unverified=frozenset(entry.get("unverified", ())),
-        origin=origin,
-    )
-
-
-def load_peaks(user_file: str | Path | None = None) -> PeakTable:
-    """The built-in table, overridden by *user_file* when given.
+def peaks_named(table: PeakTable, name: str) -> GpuPeaks:
+    """The entry for a user-given GPU name (a table name or a device name, as
+    :func:`find_peaks`).
 
     Raises:
-        InputError: the user file is missing, not TOML, or has unknown keys / bad values.
+        UsageError: no entry matches.
     """
-    base = [dict(g) for g in _entries(_toml_load(BUILTIN_PATH), BUILTIN_PATH)]
-    origins = ["built-in"] * len(base)
-    if user_file is not None:
-        up = Path(user_file)
-        for g in _entries(_toml_load(up), up):
-            idx = next(
-                (i for i, b in enumerate(base) if b["name"].lower() == g["name"].lower()), None
-            )
-            if idx is None:
-                base.append(dict(g))
-                origins.append(str(up))
-                continue
-            merged = dict(base[idx])
-            set_keys = set(g) - {"name", "unverified"}
-            merged.update({k: v for k, v in g.items() if k != "unverified"})
-            still = set(base[idx].get("unverified", ())) - set_keys
-            merged["unverified"] = sorted(still | set(g.get("unverified", ())))
-            base[idx] = merged
-            origins[idx] = f"built-in, overridden by {up}"
-    return PeakTable(tuple(_make(g, o) for g, o in zip(base, origins, strict=True)))
+    g = find_peaks(table, name)
+    if g is None:
+        raise UsageError(
+            f"unknown GPU {name!r}: known are {'; '.join(table.names())} "
+            "(add it with --peaks FILE.toml)"
+        )
+    return g

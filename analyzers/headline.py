@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzers.energy import run_energy_per_step_mj
 from analyzers.stats import median, quantile, round_ns
 from collectors.summary.schema import RooflinePoint, Summary
 
@@ -161,13 +162,14 @@ def throughput_card(summary: Summary) -> dict[str, Any] | None:
 
 
 def energy_card(summary: Summary) -> dict[str, Any] | None:
-    """Energy per step: Σ over hosts of the host's median per-step energy (all its GPUs)."""
+    """Energy per step of the run (:func:`analyzers.energy.run_energy_per_step_mj` of the
+    hosts' ``energy_per_step_mj``)."""
     run = summary.get("run")
     hosts = run["nvml"] if run is not None else []
     vals = [v for h in hosts if (v := h["energy_per_step_mj"]) is not None]
     if not vals:
         return None
-    return {"energy_per_step_mj": sum(vals), "hosts": len(vals)}
+    return {"energy_per_step_mj": run_energy_per_step_mj(vals), "hosts": len(vals)}
 
 
 def cards(summary: Summary) -> dict[str, Any]:

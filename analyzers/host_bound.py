@@ -30,7 +30,6 @@ import pandas as pd
 
 from analyzers import intervals as iv
 from analyzers.idle import (
-    API_CATS,
     CPU_ACTIVITIES,
     STEP_MARKER,
     attribute_idle,
@@ -43,7 +42,7 @@ from analyzers.idle import (
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown
 from analyzers.temporal import overlap
-from collectors.model import Trace
+from collectors.model import LAUNCH_CATS, Trace
 
 HOST_BOUND = "host-bound"
 GPU_BOUND = "GPU-bound"
@@ -85,7 +84,7 @@ def top_level_ops(host: pd.DataFrame) -> pd.DataFrame:
 
     Candidates are non-API host rows other than ``python_function`` events and step markers.
     """
-    api = np.asarray(host["cat"].isin(API_CATS), dtype=bool)
+    api = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
     py = np.asarray(host["cat"] == "python_function", dtype=bool)
     step = name_mask(host["name"], STEP_MARKER)
     h = host[~api & ~py & ~step]

@@ -34,10 +34,8 @@ import pandas as pd
 
 from analyzers import intervals as iv
 from analyzers.options import AnalysisOptions
-from collectors.model import Trace
-
-HTA_IDLE_KINDS = ("kernel", "memcpy", "memset")
-"""GPU-event kinds HTA's idle-time breakdown looks at (no ``sync`` rows)."""
+from collectors.linking import launch_mask, launching_calls
+from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
@@ -78,15 +76,6 @@ _SYNC = re.compile(
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+")
 """Names of ProfilerStep markers (never counted as operators)."""
-API_CATS = (
-    "cuda_runtime",
-    "cuda_driver",
-    "Runtime",
-    "mtia_runtime",
-    "privateuse1_runtime",
-    "xpu_runtime",
-)
-"""Host categories that are device API calls (``Runtime``: Kineto before 2023)."""
 
 NOTE_NO_CORRELATION = (
     "no correlation ids link GPU events to CPU launch calls: host-wait classification, "
@@ -139,16 +128,12 @@ def window_gpu(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
 
 
 def launch_start_by_correlation(trace: Trace) -> pd.Series:
-    """Start (ns) of the host row that carries each correlation id (index: correlation).
-
-    When several host rows share a correlation (never seen in real traces), the earliest
-    start is used.
-    """
+    """Start (ns) of the launching call of each correlation id (index: correlation;
+    :func:`collectors.linking.launching_calls`)."""
     h = trace.host
-    h = h[h["correlation"] >= 0]
-    if h.empty:
-        return pd.Series([], dtype=np.int64, index=pd.Index([], dtype=np.int64))
-    return h.groupby("correlation", sort=False)["start_ns"].min()
+    ids = np.unique(h["correlation"].to_numpy()[launch_mask(h)])
+    rows = launching_calls(h, ids)
+    return pd.Series(h["start_ns"].to_numpy()[rows], index=pd.Index(ids, dtype=np.int64))
 
 
 def name_mask(col: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
@@ -166,7 +151,7 @@ def trace_notes(trace: Trace) -> tuple[str, ...]:
     if not (g["stream"] != -1).any():
         return (NOTE_NO_GPU,)
     h = trace.host
-    if not bool(h["cat"].isin(API_CATS).any()):
+    if not bool(h["cat"].isin(LAUNCH_CATS).any()):
         return (NOTE_NO_RUNTIME,)
     if not ((g["correlation"] >= 0).any() and (h["correlation"] >= 0).any()):
         return (NOTE_NO_CORRELATION,)
@@ -199,7 +184,7 @@ def stream_idle_intervals(trace: Trace, options: AnalysisOptions | None = None) 
     """
     options = options or AnalysisOptions()
     g = window_gpu(trace, options)
-    g = g[g["kind"].isin(HTA_IDLE_KINDS)]
+    g = g[g["kind"].isin(GPU_WORK_KINDS)]
     cols = ["stream", "start_ns", "prev_end_ns", "idle_ns", "launch_ns", "category"]
     if g.empty:
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols[:-1]} | {"category": []})
@@ -353,7 +338,7 @@ def host_activity_intervals(trace: Trace, host: pd.DataFrame) -> dict[str, iv.In
     """
     s = host["start_ns"].to_numpy()
     e = host["end_ns"].to_numpy()
-    api = np.asarray(host["cat"].isin(API_CATS), dtype=bool)
+    api = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
     step = name_mask(host["name"], STEP_MARKER)
     is_dl = name_mask(host["name"], _DATA_LOADING) & ~api
     is_opt = name_mask(host["name"], _OPTIMIZER) & ~api

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzers.gpu_peaks import GpuPeaks, PeakTable
     from collectors.ncu import NcuReport
+    from collectors.peaks import GpuPeaks, PeakTable
 
 
 @dataclass(frozen=True)
@@ -35,5 +35,5 @@ class AnalysisInputs:
     """NVML counter samples of a run directory, per host (``collectors.nvml`` counters
     tables), for the ``run`` section's timelines."""
     run_meta: Mapping[str, Any] | None = None
-    """The parsed ``meta.json`` of a ``gpuscope run`` directory (``collectors.run_meta``), or
+    """The parsed ``meta.json`` of a ``gpuscope run`` directory (``collectors.rundir``), or
     None."""

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzers.idle import API_CATS, trace_notes
+from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
-from collectors.model import Trace
+from collectors.linking import launching_calls
+from collectors.model import GPU_WORK_KINDS, Trace
 
 HTA_LAUNCH_NAMES = (
     "cudaLaunchKernel",
@@ -59,7 +60,6 @@ HTA_QUEUE_NAMES = (
     "hipMemcpyWithStream",
 )
 """Host calls HTA's queue-length series counts as enqueues."""
-LAUNCH_KINDS = ("kernel", "memcpy", "memset")
 """GPU-op kinds of the gpuscope selection (``sync`` rows are waits, not launched work)."""
 
 RUNTIME_CUTOFF_NS = 50_000
@@ -178,11 +178,10 @@ def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
     a correlation, only the earliest is kept).
     """
     options = options or AnalysisOptions()
-    h = trace.host[_HOST_COLS]
-    h = h[(h["correlation"] >= 0) & np.asarray(h["cat"].isin(API_CATS), dtype=bool)]
-    h = h.sort_values("start_ns", kind="stable").drop_duplicates("correlation", keep="first")
     g = gpu_events(trace, options)[_GPU_COLS]
-    g = g[(g["stream"] != -1) & g["kind"].isin(LAUNCH_KINDS) & (g["correlation"] >= 0)]
+    g = g[(g["stream"] != -1) & g["kind"].isin(GPU_WORK_KINDS) & (g["correlation"] >= 0)]
+    calls = launching_calls(trace.host, g["correlation"].to_numpy())
+    h = trace.host[_HOST_COLS].iloc[np.unique(calls[calls >= 0])]
     return _join(trace, options, h, g)
 
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzers.idle import API_CATS, STEP_MARKER, name_mask
+from analyzers.idle import STEP_MARKER, name_mask
 from analyzers.options import AnalysisOptions
 from analyzers.window import window
-from collectors.model import Trace
+from collectors.model import LAUNCH_CATS, Trace
 
 SERIES = {
     "Total Allocated": "allocated",
@@ -81,7 +81,7 @@ def op_at(trace: Trace, ts: int) -> str | None:
     s = h["start_ns"].to_numpy()
     e = h["end_ns"].to_numpy()
     inside = (s <= ts) & (ts <= e)
-    api = np.asarray(h["cat"].isin(API_CATS), dtype=bool)
+    api = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
     step = name_mask(h["name"], STEP_MARKER)
     is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool)
     a = trace.annotations

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.options import AnalysisOptions
+from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -57,7 +58,7 @@ RANGE_COLUMNS = (
 def range_launches(
     trace: Trace,
     annotation_kinds: Sequence[str] = ("nvtx",),
-    gpu_kinds: Sequence[str] = ("kernel", "memcpy", "memset"),
+    gpu_kinds: Sequence[str] = GPU_WORK_KINDS,
 ) -> pd.DataFrame:
     """Pairs (range, GPU row): ``range`` (position in ``trace.annotations``) and ``gpu`` (position
     in ``trace.gpu``) for every GPU row launched from inside the range (module docstring)."""
@@ -114,7 +115,7 @@ def nvtx_gpu_projection(
     trace: Trace,
     options: AnalysisOptions | None = None,
     annotation_kinds: Sequence[str] = ("nvtx",),
-    gpu_kinds: Sequence[str] = ("kernel", "memcpy", "memset"),
+    gpu_kinds: Sequence[str] = GPU_WORK_KINDS,
 ) -> pd.DataFrame:
     """One row per range of *annotation_kinds* with the GPU work it launched (module docstring).
 

@@ -29,11 +29,12 @@ Inputs are the host table's ``input_dims`` / ``input_types`` (Kineto ``Input Dim
 A call whose recorded inputs do not fit the op's signature (more inputs than it takes, inner
 dimensions that differ — seen in real traces) is not modelled.
 
-Attribution (HTA call-stack semantics): a GPU activity → the runtime call with the same
-``correlation`` → the CPU op with the call's ``external_id`` if that op encloses the call in
-time on the same thread, else the innermost CPU op enclosing the call → that op's **outermost
-modelled ancestor** (so ``aten::linear`` owns the GEMM that its inner ``aten::addmm`` launched,
-and no kernel is counted twice).
+Attribution (HTA call-stack semantics): a GPU activity → its launching call (the runtime call
+with the same ``correlation``, :func:`collectors.linking.launching_calls`) → the CPU op with the
+call's ``external_id`` if that op encloses the call in time on the same thread, else the
+innermost CPU op enclosing the call → that op's **outermost modelled ancestor** (so
+``aten::linear`` owns the GEMM that its inner ``aten::addmm`` launched, and no kernel is counted
+twice).
 
     =====================  ======================  =====================
     op, Input Dims         FLOP                    bytes (fp32)
@@ -54,8 +55,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from collectors.linking import enclosing_parents, innermost_range
-from collectors.model import Trace, launch_mask
+from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
+from collectors.model import GPU_WORK_KINDS, Trace
 
 DTYPE_BYTES: dict[str, int] = {
     "float": 4,
@@ -569,7 +570,6 @@ def model_op(name: str, input_dims: Any, input_types: Any) -> OpCost | None:
 
 # --- attribution ------------------------------------------------------------------------------
 
-GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
 TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 """Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
 ``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
@@ -619,7 +619,6 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     cat = host["cat"].astype(object).to_numpy()
     ops = np.flatnonzero(cat == "cpu_op")
-    corr = host["correlation"].to_numpy()
     launches = np.flatnonzero(launch_mask(host))
     if len(ops) == 0 or len(launches) == 0:
         return pd.DataFrame(columns=cols)
@@ -653,7 +652,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         up = top.get(p, -1) if p >= 0 else -1
         top[i] = up if up >= 0 else (i if i in costs else -1)
 
-    owner_of_corr: dict[int, int] = {}
+    owner_of_launch: dict[int, int] = {}
     for r in launches.tolist():
         linked = parent.get(r, -1)
         cand = op_by_ext.get(int(ext[r])) if ext[r] >= 0 else None
@@ -661,10 +660,11 @@ def op_costs(trace: Trace) -> pd.DataFrame:
             linked = cand
         owner = top.get(linked, -1) if linked >= 0 else -1
         if owner >= 0:
-            owner_of_corr.setdefault(int(corr[r]), owner)
+            owner_of_launch[r] = owner
 
     g = gpu[gpu["kind"].isin(GPU_WORK_KINDS) & (gpu["correlation"] >= 0)]
-    owners = g["correlation"].map(owner_of_corr)
+    calls = launching_calls(host, g["correlation"].to_numpy())
+    owners = pd.Series(calls, index=g.index).map(owner_of_launch)
     g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
     if g.empty:
         return pd.DataFrame(columns=cols)

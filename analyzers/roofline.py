@@ -15,7 +15,8 @@ Two sources, one result shape (:class:`RooflinePoint`):
     ``lts__t_bytes.sum`` or ``lts__lts2xbar_cycles_active.sum × 32``, L1 =
     ``l1tex__t_bytes.sum`` or ``l1tex__lsu_writeback_active_mem_lg[ds].sum × 128``;
   - ceilings from the same file when it carries the ``.peak_sustained`` metrics (§2.1, §2.3),
-    else from the GPU peak table (:mod:`analyzers.gpu_peaks`) when a GPU is named.
+    else from the GPU peak table (:mod:`collectors.peaks`, looked up by
+    :mod:`analyzers.gpu_peaks`) when a GPU is named.
 
 * **Op shapes** (:func:`op_roofline`): FLOP and bytes of :mod:`analyzers.op_models` over the
   kernel time of the kernels each op launched, ceilings from the peak table.
@@ -38,9 +39,9 @@ from types import MappingProxyType
 
 import pandas as pd
 
-from analyzers.gpu_peaks import GpuPeaks
 from collectors.errors import InputError
 from collectors.ncu import NcuLaunch, NcuReport
+from collectors.peaks import GpuPeaks
 
 FLOP_COUNTERS: dict[str, tuple[tuple[str, int], ...]] = {
     "fp64": (("dadd", 1), ("dmul", 1), ("dfma", 2)),

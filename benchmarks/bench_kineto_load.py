@@ -6,7 +6,7 @@ Without arguments it times the largest traces of ``../shared/data/kineto/hta`` a
 synthetic sample.  Every figure is the best of ``--repeat`` runs in this process; the ratios
 (reference time / gpuscope time, > 1 = gpuscope faster) are what to compare across machines.
 "decode" is the reader's own gunzip + typed decode, chunk by chunk, without building tables
-(:func:`collectors.kineto_stream.stream_chunks`).  Peak memory is measured separately with
+(:func:`collectors.kineto.stream.stream_chunks`).  Peak memory is measured separately with
 ``tracemalloc`` (Python allocations only, including numpy/pandas buffers), because tracing
 slows the timed runs.
 """
@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from collectors.kineto import read_kineto  # noqa: E402
-from collectors.kineto_decode import read_bytes  # noqa: E402
-from collectors.kineto_stream import stream_chunks  # noqa: E402
+from collectors.kineto.source import read_bytes  # noqa: E402
+from collectors.kineto.stream import stream_chunks  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data" / "kineto" / "hta"
 DEFAULT = (

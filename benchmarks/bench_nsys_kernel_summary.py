@@ -52,7 +52,7 @@ def gpuscope_summary(path: Path) -> Any:
 
 def _without_arrow(path: Path) -> Any:
     """gpuscope_summary with the DB-API read path (``GPUSCOPE_NSYS_ARROW=0``)."""
-    from collectors.nsys_schema import ARROW_ENV
+    from collectors.nsys.schema import ARROW_ENV
 
     os.environ[ARROW_ENV] = "0"
     try:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from collectors.nsys_schema import use_arrow
+    from collectors.nsys.schema import use_arrow
 
     with tempfile.TemporaryDirectory() as tmp:
         path = args.export

@@ -17,7 +17,7 @@ C. **many ranks, 1 vs 2 workers**: ``analyze_paths`` over ranks from
 Every child prints its wall time (interpreter start to end), the time of the measured work
 (modules imported before the clock starts, for every tool alike), its peak RSS (``VmHWM``; plus
 the private memory of the helper when gpuscope reads one large trace with two processes,
-``collectors.kineto_parallel``) and a hash (or the key numbers) of what it computed, so that
+``collectors.kineto.parallel``) and a hash (or the key numbers) of what it computed, so that
 the rows can be checked to do the same work.
 
 Usage::
@@ -65,7 +65,7 @@ import os
 from pathlib import Path
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
-from collectors import kineto, kineto_parallel  # the reader's code, loaded before the clock
+from collectors.kineto import parallel as kineto_parallel  # the reader, loaded before the clock
 from collectors.cache import TraceCache, read_kineto_cached
 from collectors.load import load_traces
 from reports.summary.sections import core as cs
@@ -133,7 +133,7 @@ if __name__ == "__main__":
         importlib.import_module(module)
     paths, scheduler, workers, cache_dir, clear = sys.argv[1:6]
     import os
-    from collectors import kineto_parallel
+    from collectors.kineto import parallel as kineto_parallel
     os.environ["GPUSCOPE_READ_STATS"] = "1"  # a two-process read reports its helper's memory
     if clear == "results":
         from collectors.cache import TraceCache

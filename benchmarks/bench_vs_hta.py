@@ -4,7 +4,7 @@ Each tool runs in a fresh Python process (interpreter start, imports, decompress
 that reports its own wall time, the time spent in load + analyses, and its peak RSS
 (``resource.getrusage``: the process itself and any workers it waited for; when gpuscope reads
 the trace with two processes, its peak plus the helper's private memory,
-``collectors.kineto_parallel``).  The script prints
+``collectors.kineto.parallel``).  The script prints
 both tools' figures and the ratios HTA / gpuscope.
 
 - gpuscope: ``load_traces`` + the foundation's JSON sections (device, window, kernel summary,
@@ -61,7 +61,7 @@ GPUSCOPE_CHILD = (
 import json, os, sys
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
-from collectors import kineto, kineto_parallel  # the reader, loaded before the clock (as HTA's)
+from collectors.kineto import parallel as kineto_parallel  # loaded before the clock (as HTA's)
 from collectors.load import load_traces
 from reports.summary.sections import core as cs
 from reports.summary import write_summary

@@ -75,8 +75,9 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
         InputError: the ncu CSV or the peak file is missing or invalid.
         UsageError: *gpu* names no known GPU.
     """
-    from analyzers.gpu_peaks import load_peaks
+    from analyzers.gpu_peaks import peaks_named
     from analyzers.inputs import AnalysisInputs
+    from collectors.peaks import load_peaks
 
     report = None
     if ncu is not None:
@@ -84,7 +85,7 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
 
         report = read_ncu_csv(ncu)
     table = load_peaks(peaks)
-    ncu_peaks = table.get(gpu) if report is not None and gpu else None
+    ncu_peaks = peaks_named(table, gpu) if report is not None and gpu else None
     return AnalysisInputs(ncu=report, ncu_peaks=ncu_peaks, gpu_peaks=table)
 
 

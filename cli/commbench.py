@@ -33,9 +33,9 @@ BACKEND_HELP = "torch.distributed backend: auto (nccl with CUDA, else gloo), ncc
 
 def _init(backend: str) -> tuple[Any, bool]:
     """Initialize the default process group from torchrun's environment; (torch, we_did)."""
-    from collectors.commbench import _torch
+    from profiler.backends.commbench import torch_distributed
 
-    torch = _torch()
+    torch = torch_distributed()
     dist = torch.distributed
     if dist.is_initialized():
         return torch, False
@@ -75,7 +75,7 @@ def run_commbench_cli(
         UsageError: bad options, not launched by torchrun, unwritable JSON file.
         MissingDependencyError: torch (or CUDA for nccl) absent.
     """
-    from collectors.commbench import (
+    from profiler.backends.commbench import (
         BenchConfig,
         format_text,
         parse_collectives,

@@ -16,11 +16,10 @@ import typer
 
 from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
+from collectors.rundir import SUMMARY, TRACES
 
 VIEWS = ("kernel", "op", "collective", "annotation", "step")
 PLOTLYJS = ("inline", "cdn")
-SUMMARY = "summary.json"
-TRACES = "traces"
 
 SIDE_HELP = (
     "A trace (Kineto .json/.json.gz, Nsight Systems .sqlite/.nsys-rep), a directory of per-rank "

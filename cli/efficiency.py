@@ -44,7 +44,7 @@ def _occupancy(
 
 
 def _list_gpus(peaks_file: Path | None, as_json: bool) -> None:
-    from analyzers.gpu_peaks import PRECISIONS, load_peaks
+    from collectors.peaks import PRECISIONS, load_peaks
     from reports.efficiency_console import gpu_peak_lines
 
     table = load_peaks(peaks_file)
@@ -63,13 +63,14 @@ def _roofline(
         return
     if file is None:
         raise UsageError("roofline needs an Nsight Compute CSV file (or --list-gpus)")
-    from analyzers.gpu_peaks import load_peaks
+    from analyzers.gpu_peaks import peaks_named
     from analyzers.roofline import ncu_roofline
     from collectors.ncu import read_ncu_csv
+    from collectors.peaks import load_peaks
     from reports.efficiency_console import ncu_roofline_lines
 
     report = read_ncu_csv(file)
-    peaks = load_peaks(peaks_file).get(gpu) if gpu else None
+    peaks = peaks_named(load_peaks(peaks_file), gpu) if gpu else None
     roof = ncu_roofline(report, peaks)
     if as_json:
         out = roof.to_dict()
@@ -84,7 +85,7 @@ def _roofline(
 
 
 def _calibrate(output: Path | None, size_mb: int, n: int, as_json: bool) -> None:
-    from collectors.calibrate import calibrate
+    from profiler.backends.calibrate import calibrate
 
     cal = calibrate(size_bytes=size_mb * 1_000_000, n=n)
     if output is not None:

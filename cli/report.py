@@ -19,11 +19,10 @@ import typer
 
 from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
+from collectors.rundir import SUMMARY, TRACES
 from collectors.summary.reader import read_summary
 
-SUMMARY = "summary.json"
 GATE_RESULT = Path("gate", "result.json")
-TRACES = "traces"
 
 INPUTS_HELP = (
     "A JSON summary (gpuscope analyze --json), a run directory (gpuscope run), or trace files "

@@ -1,5 +1,14 @@
-"""Which range of a host thread encloses an instant: the call-stack lookup behind "which CPU op
-launched this GPU kernel" (collectives, compare's op view, op cost attribution).
+"""How GPU work is linked to the host: the call that launched it (:func:`launching_calls`, by
+correlation id) and the range of a host thread that encloses an instant (:func:`innermost_range`:
+the call-stack lookup behind "which CPU op launched this GPU kernel" in collectives, compare's op
+view and op cost attribution).
+
+**Launching call.**  The call that launched a GPU row is the host row of a device-API category
+(:data:`collectors.model.LAUNCH_CATS`) with the row's correlation id; when several host rows share
+an id (never seen in real traces) the one that starts first wins, then the first in table order.
+A correlation id < 0 (unknown) has none.
+
+**Enclosing range.**
 
 Ranges are grouped by thread (any key: ``(pid, tid)`` as a pair of arrays, or one array) and
 ordered within a group by start, then end *descending* (an outer range before the inner range
@@ -16,10 +25,44 @@ Python loop over rows.  Times are integers (ns).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["enclosing_parents", "innermost_range"]
+from collectors.model import LAUNCH_CATS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["enclosing_parents", "innermost_range", "launch_mask", "launching_calls"]
+
+
+def launch_mask(host: pd.DataFrame) -> np.ndarray:
+    """Host rows that may launch GPU work: a :data:`~collectors.model.LAUNCH_CATS` call with a
+    correlation id."""
+    is_launch = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
+    return is_launch & (host["correlation"].to_numpy() >= 0)
+
+
+def launching_calls(host: pd.DataFrame, correlation: np.ndarray) -> np.ndarray:
+    """Position (row of *host*) of the call that launched the GPU work with each id of
+    *correlation* (module docstring), or -1."""
+    corr = np.asarray(correlation, dtype=np.int64)
+    out = np.full(len(corr), -1, dtype=np.int64)
+    rows = np.flatnonzero(launch_mask(host))
+    if not len(rows) or not len(corr):
+        return out
+    ids = host["correlation"].to_numpy()[rows].astype(np.int64)
+    start = host["start_ns"].to_numpy()[rows]
+    order = np.lexsort((rows, start, ids))  # by id, then start, then table order
+    ids, rows = ids[order], rows[order]
+    first = np.r_[True, ids[1:] != ids[:-1]]
+    ids, rows = ids[first], rows[first]
+    at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
+    hit = (ids[at] == corr) & (corr >= 0)
+    out[hit] = rows[at[hit]]
+    return out
+
 
 _Keys = np.ndarray | Sequence[np.ndarray]
 

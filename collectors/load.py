@@ -6,7 +6,8 @@ Dispatch is by content where cheap (SQLite magic bytes) and by suffix otherwise:
   (:mod:`collectors.kineto`), ranks from ``distributedInfo``/file names;
 * ``*.sqlite`` / ``*.db`` / any SQLite file → Nsight Systems reader (:mod:`collectors.nsys`);
 * ``*.nsys-rep`` → exported to SQLite with ``nsys`` when it is on PATH (:mod:`collectors.nsys`);
-* a ``gpuscope run`` directory (``meta.json`` + ``traces/``) → its ``traces/`` folder.
+* a ``gpuscope run`` directory (``meta.json`` + ``traces/``, :mod:`collectors.rundir`) → its
+  ``traces/`` folder.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from collectors.errors import InputError
 from collectors.model import Trace
+from collectors.rundir import TRACES, is_run_dir
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -45,8 +47,8 @@ def expand_inputs(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], 
         p = Path(raw)
         if not p.exists():
             raise InputError("no such file or directory", path=p)
-        if p.is_dir() and (p / "meta.json").is_file() and (p / "traces").is_dir():
-            p = p / "traces"  # a `gpuscope run` directory: its per-rank traces
+        if is_run_dir(p):
+            p = p / TRACES  # a `gpuscope run` directory: its per-rank traces
         if p.is_dir():
             found = sorted(
                 q

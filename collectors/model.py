@@ -64,7 +64,11 @@ import pandas as pd
 MODEL_VERSION = 1
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
 
-GPU_KINDS = ("kernel", "memcpy", "memset", "sync", "other")
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
+"""``gpu.kind`` values that are GPU work: what the idle, launch, op-cost, NVTX-projection and
+compare analyses count (HTA's kernels, memcpys and memsets; no ``sync`` or ``other`` rows)."""
+GPU_KINDS = (*GPU_WORK_KINDS, "sync", "other")
+"""Every ``gpu.kind`` value."""
 
 GPU_INT_COLUMNS = (
     "start_ns",
@@ -90,8 +94,16 @@ GPU_COLUMNS = ("name", "kind", *GPU_INT_COLUMNS, "copy_kind", *GPU_FLOAT_COLUMNS
 
 HOST_INT_COLUMNS = ("start_ns", "end_ns", "pid", "tid", "correlation", "external_id")
 HOST_COLUMNS = ("name", "cat", *HOST_INT_COLUMNS, "input_dims", "input_types", "comm_args")
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
-"""Host categories of the calls that launch GPU work (linked by ``correlation``)."""
+LAUNCH_CATS = (
+    "cuda_runtime",
+    "cuda_driver",
+    "Runtime",
+    "mtia_runtime",
+    "privateuse1_runtime",
+    "xpu_runtime",
+)
+"""Host categories of the device API calls, among them the calls that launch GPU work (linked
+by ``correlation``: :mod:`collectors.linking`).  ``Runtime``: Kineto before 2023."""
 
 ANNOTATION_KINDS = ("step", "user", "gpu_user", "nvtx")
 ANNOTATION_INT_COLUMNS = ("start_ns", "end_ns", "step", "pid", "tid", "stream")
@@ -304,12 +316,6 @@ def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
 def counter_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     """Build a ``counters`` table from column arrays."""
     return _build(cols, COUNTER_COLUMNS, ("ts_ns", "device"), ("value",), ("name",))
-
-
-def launch_mask(host: pd.DataFrame) -> np.ndarray:
-    """Host rows that launch GPU work: a :data:`LAUNCH_CATS` call with a correlation id."""
-    is_launch = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
-    return is_launch & (host["correlation"].to_numpy() >= 0)
 
 
 def make_trace(

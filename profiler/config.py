@@ -22,9 +22,12 @@ variable                   meaning
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 ENV_DISABLE = "GPUSCOPE_DISABLE"
 ENV_RUN_DIR = "GPUSCOPE_RUN_DIR"
@@ -139,3 +142,15 @@ class CaptureConfig:
             nsys_range=env_flag(ENV_NSYS_RANGE, env),
             under_run=True,
         )
+
+
+def expand_out(template: str, name: str | None = None) -> str:
+    """Fill ``{date}`` (YYYY-mm-dd-HHMMSS), ``{name}`` (script name) and ``{host}``."""
+    from profiler.environment import hostname
+
+    script = name or Path(sys.argv[0] if sys.argv and sys.argv[0] else "python").stem or "run"
+    date = _dt.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    try:
+        return template.format(date=date, name=script, host=hostname())
+    except (KeyError, IndexError, ValueError):
+        return template

@@ -19,9 +19,47 @@ from typing import Any
 
 import msgspec
 
-from collectors.cupti import complete_event, flow_events
-
 __all__ = ["complete_event", "flow_events", "write_trace"]
+
+
+def _us(ns: int) -> int | float:
+    """Integer ns as Kineto's µs number (an int when whole, else ≤ 3 decimals)."""
+    q, r = divmod(int(ns), 1000)
+    return q if r == 0 else int(ns) / 1000
+
+
+def complete_event(
+    name: str,
+    cat: str,
+    start_ns: int,
+    end_ns: int,
+    pid: int,
+    tid: int,
+    base_ns: int,
+    args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Kineto ``"ph": "X"`` event from Unix-epoch ns (``base_ns`` = baseTimeNanoseconds)."""
+    ev: dict[str, Any] = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start_ns - base_ns),
+        "dur": _us(end_ns - start_ns),
+    }
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def flow_events(correlation: int, src: dict[str, Any], dst: dict[str, Any]) -> list[dict]:
+    """The ``ac2g`` start/finish pair linking a runtime call to its GPU activity."""
+    common = {"id": correlation, "cat": "ac2g", "name": "ac2g"}
+    return [
+        {"ph": "s", "pid": src["pid"], "tid": src["tid"], "ts": src["ts"], **common},
+        {"ph": "f", "pid": dst["pid"], "tid": dst["tid"], "ts": dst["ts"], "bp": "e", **common},
+    ]
 
 
 def write_trace(

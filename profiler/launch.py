@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collectors import rundir as layout
 from collectors.errors import MissingDependencyError, UsageError
 from profiler import environment, rundir
 from profiler.config import (
@@ -32,9 +33,9 @@ from profiler.config import (
     ENV_RUN_DIR,
     ENV_STEPS,
     ENV_TORCH_CUDA,
+    expand_out,
     parse_steps,
 )
-from profiler.session import expand_out
 
 SHIM_DIR = Path(__file__).resolve().parent / "_shim"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -110,7 +111,7 @@ def prepare(opts: RunOptions) -> tuple[list[str], Path]:
             f"run directory {run} exists and is not empty; choose another -o or pass --force"
         )
     if opts.nsys:
-        argv = [nsys, "profile", *NSYS_FLAGS, "-o", str(run / rundir.NSYS / "report"), *argv]
+        argv = [nsys, "profile", *NSYS_FLAGS, "-o", str(run / layout.NSYS / "report"), *argv]
     return argv, run
 
 
@@ -136,7 +137,7 @@ def child_env(opts: RunOptions, run: Path, base: dict[str, str] | None = None) -
 
 
 def _clear(run: Path) -> None:
-    for name in rundir.OWNED:
+    for name in layout.OWNED:
         p = run / name
         if p.is_dir():
             shutil.rmtree(p)
@@ -156,7 +157,7 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
         _clear(run)
     run.mkdir(parents=True, exist_ok=True)
     if opts.nsys:
-        (run / rundir.NSYS).mkdir(exist_ok=True)
+        (run / layout.NSYS).mkdir(exist_ok=True)
     options = {
         "steps": opts.steps,
         "nvml_hz": opts.nvml_hz,
@@ -185,11 +186,11 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
     files: dict[str, Any] = {
         "traces": [str(p.relative_to(run)) for p in out.traces],
         "counters": [str(p.relative_to(run)) for p in out.counters],
-        "summary": rundir.SUMMARY if out.summary else None,
-        "report": rundir.REPORT if out.report else None,
+        "summary": layout.SUMMARY if out.summary else None,
+        "report": layout.REPORT if out.report else None,
     }
     if opts.nsys:
-        files["nsys"] = sorted(str(p.relative_to(run)) for p in (run / rundir.NSYS).glob("*"))
+        files["nsys"] = sorted(str(p.relative_to(run)) for p in (run / layout.NSYS).glob("*"))
     meta = rundir.write_meta(
         run, command=list(opts.command), exit_code=code, started_unix_ns=started,
         ended_unix_ns=ended, options=options, git=git, files=files, notes=out.notes,
@@ -235,10 +236,10 @@ def _run_forwarding(argv: list[str], env: dict[str, str]) -> int:
 def describe(run: Path, meta: dict[str, Any], out: rundir.Outcome, code: int) -> list[str]:
     """The lines ``gpuscope run`` prints at the end: where everything is."""
     lines = [f"gpuscope: program exited with status {code}", f"  run directory  {run}"]
-    lines.append(f"  metadata       {run / rundir.META}")
+    lines.append(f"  metadata       {run / layout.META}")
     ranks = meta.get("ranks", [])
     if out.traces:
-        lines.append(f"  traces         {len(out.traces)} file(s) in {run / rundir.TRACES}")
+        lines.append(f"  traces         {len(out.traces)} file(s) in {run / layout.TRACES}")
     else:
         lines.append("  traces         none")
     nvml = meta.get("nvml") or {}
@@ -255,5 +256,5 @@ def describe(run: Path, meta: dict[str, Any], out: rundir.Outcome, code: int) ->
     for note in out.notes:
         lines.append(f"  note: {note}")
     if out.traces:
-        lines.append(f"next: gpuscope analyze {run / rundir.TRACES}")
+        lines.append(f"next: gpuscope analyze {run / layout.TRACES}")
     return lines

@@ -1,15 +1,6 @@
-"""The run directory: its layout, ``meta.json``, and the analysis written after a run.
+"""The run directory's ``meta.json`` and the analysis written after a run.
 
-::
-
-    RUN/
-      meta.json                        run metadata (this module; fields in docs/capture.md)
-      summary.json                     the JSON summary of the captured traces
-      report.html                      the HTML report (when reports.html is available)
-      traces/rank-<r>.pt.trace.json.gz Kineto traces, one per rank
-      ranks/rank-<r>.json              per-rank metadata written by the profiled processes
-      counters/<host>.csv.gz           NVML samples, one file per node
-      nsys/report.nsys-rep (+ .sqlite) with --nsys
+The layout (names and paths) is defined once, in :mod:`collectors.rundir`.
 """
 
 from __future__ import annotations
@@ -20,31 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collectors.rundir import META, REPORT, SUMMARY, TRACES, read_rank_metas, trace_files
 from profiler import environment
 
 META_VERSION = 1
-
-TRACES = "traces"
-RANKS = "ranks"
-COUNTERS = "counters"
-NSYS = "nsys"
-META = "meta.json"
-SUMMARY = "summary.json"
-REPORT = "report.html"
-
-OWNED = (TRACES, RANKS, COUNTERS, NSYS, META, SUMMARY, REPORT)
-"""What ``gpuscope run --force`` may replace in an existing directory."""
-
-
-def read_rank_metas(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The ``ranks/rank-<r>.json`` files, sorted by rank (unreadable files are skipped)."""
-    out = []
-    for p in sorted(Path(run_dir, RANKS).glob("rank-*.json")):
-        try:
-            out.append(json.loads(p.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return sorted(out, key=lambda m: int(m.get("rank", 0)))
 
 
 def step_time_stats(times_ns: list[int]) -> dict[str, int] | None:
@@ -124,12 +94,6 @@ class Outcome:
     summary: Path | None = None
     report: Path | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def trace_files(run_dir: str | Path) -> list[Path]:
-    """``traces/*.json.gz`` / ``*.json`` of a run directory, sorted."""
-    d = Path(run_dir, TRACES)
-    return sorted(p for p in d.glob("*") if p.name.endswith((".json", ".json.gz")))
 
 
 def analyse(run_dir: str | Path, *, report: bool = True) -> Outcome:

@@ -1,17 +1,20 @@
 """One capture session per process: step window, regions, trace, NVML sampler, rank metadata.
 
 A session counts steps (``step()`` ends the current step; step 0 begins at ``start()``),
-drives the capture backend over the step window, keeps host-side timings of every step and
-region, runs the node's NVML sampler when it is local rank 0, and writes, under ``out_dir``::
+drives its capture backends at the step boundaries and the window's edges, keeps host-side
+timings of every step and region, and writes, under ``out_dir`` (layout:
+:mod:`collectors.rundir`)::
 
     traces/rank-<r>.pt.trace.json.gz   the trace of the window (Kineto format)
     ranks/rank-<r>.json                 this rank's metadata and host timings
     counters/<host>.csv.gz              NVML samples (local rank 0 only)
 
-Backends: ``torch`` (``torch.profiler`` with a step schedule; the default when the program uses
-torch), ``cupti`` (``cupti-python``, for programs without torch), ``host`` (step and region
-events only).  Sessions started by ``gpuscope run`` (from the environment) write nothing until
-the first ``step()``, so launchers and helper processes that never step leave no files.
+Backends (:mod:`profiler.backends`, one protocol): a trace backend — ``torch``
+(``torch.profiler`` with a step schedule; the default when the program uses torch), ``cupti``
+(``cupti-python``, for programs without torch), ``host`` (step and region events only) — and,
+on local rank 0, the node's NVML sampler.  Sessions started by ``gpuscope run`` (from the
+environment) write nothing until the first ``step()``, so launchers and helper processes that
+never step leave no files.
 
 Nothing here raises into the training process: a failing part is recorded in ``errors`` (and
 reported once on stderr) and capture degrades.
@@ -21,16 +24,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as _dt
-import json
+import dataclasses
 import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from collectors.rundir import RANKS, counter_path, rank_meta_path, trace_path
 from profiler import environment
 from profiler.config import (
     DEFAULT_NVML_HZ,
@@ -39,11 +42,15 @@ from profiler.config import (
     ENV_STEPS,
     CaptureConfig,
     StepWindow,
+    expand_out,
     parse_steps,
 )
+from profiler.rank_meta import rank_meta, steps_captured, write_json
 from profiler.regions import RegionRecorder, nvtx_mark, set_recorder
 
-RANK_META_VERSION = 1
+if TYPE_CHECKING:
+    from profiler.backends.protocol import Backend, SessionContext
+
 MAX_STEP_TIMES = 1_000_000
 """Host step durations kept (8 bytes each); later steps are counted, not stored."""
 
@@ -59,16 +66,6 @@ def current() -> Session | None:
 def _warn(msg: str) -> None:
     with contextlib.suppress(Exception):
         print(f"gpuscope: {msg}", file=sys.stderr, flush=True)
-
-
-def expand_out(template: str, name: str | None = None) -> str:
-    """Fill ``{date}`` (YYYY-mm-dd-HHMMSS), ``{name}`` (script name) and ``{host}``."""
-    script = name or Path(sys.argv[0] if sys.argv and sys.argv[0] else "python").stem or "run"
-    date = _dt.datetime.now().strftime("%Y-%m-%d-%H%M%S")
-    try:
-        return template.format(date=date, name=script, host=environment.hostname())
-    except (KeyError, IndexError, ValueError):
-        return template
 
 
 class Session:
@@ -105,6 +102,7 @@ class Session:
         self.window: StepWindow = config.steps
         self.errors: list[str] = []
         self.backend = "none"
+        """The trace backend's name (:func:`profiler.backends.choose_trace_backend`)."""
         self.active = False
         self.step_index = 0
         """The step now running (0 until the first ``step()``)."""
@@ -115,20 +113,17 @@ class Session:
         self._materialized = False
         self._lazy = config.under_run
         self._recorder = RegionRecorder()
-        self._torch: Any = None
-        self._torch_activities: list[str] | None = None
-        self._torch_launched = False
-        self._cupti: Any = None
-        self._sampler: Any = None
-        self._nvml_status: dict[str, Any] | None = None
+        self._context: SessionContext | None = None
+        self._trace: Backend | None = None
+        """The trace backend (torch, CUPTI or host), from :meth:`start` on."""
+        self._nvml: Backend | None = None
+        """The node's NVML sampler (local rank 0), once the session writes files."""
         self._t0_perf = 0
         self._t0_unix = 0
         self._step_t0 = 0
         self._step_ns: list[int] = []
         self._steps_total = 0
-        self._step_events: list[tuple[int, int, int]] | None = None
         self._in_window = False
-        self._window_done = False
         self._stop_reason: str | None = None
         self._prev_sigterm: Any = None
         self._auto_steps_last = False
@@ -182,29 +177,29 @@ class Session:
         self._t0_unix = time.time_ns()
         self._step_t0 = self._t0_perf
         self.rank_info = environment.rank_info()
-        self.backend = self._choose_backend()
+        from profiler.backends import choose_trace_backend, trace_backend
+        from profiler.backends.protocol import SessionContext
+
+        self.backend = choose_trace_backend(self.config.backend)
+        self._context = SessionContext(
+            window=self.window,
+            recorder=self._recorder,
+            time_base=(self._t0_perf, self._t0_unix),
+            trace_file=self._trace_file,
+            rank=lambda: (self.rank, int(self.rank_info.get("world_size", 1))),
+            report=self._problem,
+            torch_cuda=self.config.torch_cuda,
+        )
         set_recorder(self._recorder)
         self.active = True
-        self._maybe_start_torch()
+        self._trace = trace_backend(self.backend, self._context)
+        self._trace.start(self.step_index, self._step_t0)
         if not self._lazy:
             self._materialize()
         if 0 in self.window:
             self._window_begin()
         atexit.register(self._atexit)
         self._install_sigterm()
-
-    def _choose_backend(self) -> str:
-        want = self.config.backend
-        if want == "host":
-            return "host"
-        if want == "torch" or (want == "auto" and "torch" in sys.modules):
-            return "torch" if _importable("torch") else "host"
-        if want == "cupti" or want == "auto":
-            if _importable("cupti"):
-                return "cupti"
-            if want == "auto" and _importable("torch"):
-                return "torch"
-        return "host"
 
     def _materialize(self) -> None:
         """Create the run directory and start the node's NVML sampler (local rank 0)."""
@@ -215,29 +210,24 @@ class Session:
             # processes started from now on (spawned data-loader workers...) do not capture
             os.environ[ENV_CAPTURE_PID] = str(os.getpid())
         try:
-            (self.out_dir / "ranks").mkdir(parents=True, exist_ok=True)
+            (self.out_dir / RANKS).mkdir(parents=True, exist_ok=True)
         except OSError as e:
             self._problem("run directory", e)
             return
         if self.rank_info.get("rank_source") == "default":
             self.rank_info = environment.rank_info()  # torch.distributed may be up by now
         if self.rank_info.get("local_rank", 0) == 0 and self.config.nvml_hz > 0:
+            assert self._context is not None
             try:
-                from collectors.nvml import NvmlSampler
+                from profiler.backends.nvml import NvmlBackend
 
-                self._sampler = NvmlSampler(
-                    self.out_dir / "counters" / f"{self.host}.csv.gz",
-                    self.config.nvml_hz,
-                    time_base=(self._t0_perf, self._t0_unix),
+                self._nvml = NvmlBackend(
+                    self._context, counter_path(self.out_dir, self.host), self.config.nvml_hz
                 )
-                if self._sampler.start():
-                    self._sampler.mark_step(self.step_index, self._step_t0)
-                else:
-                    self._nvml_status = self._sampler.status()
-                    self._sampler = None
+                self._nvml.start(self.step_index, self._step_t0)
             except Exception as e:
                 self._problem("NVML sampler", e)
-                self._sampler = None
+                self._nvml = None
         self._write_rank_meta()
 
     def prefer_window(self, steps: str) -> None:
@@ -252,47 +242,18 @@ class Session:
             return
         if window == self.window:
             return
-        if self._in_window:
-            self._in_window = False
-            self._recorder.events = None
-            self._step_events = None
-            if self._cupti is not None:
-                with contextlib.suppress(Exception):
-                    self._cupti.stop()
-                self._cupti = None
-        if self._torch is not None:
-            self._torch.stop()
-            self._torch = None
-        self._torch_launched = False
+        self._in_window = False
+        assert self._trace is not None and self._context is not None
+        self._trace.cancel()
         self.window = window
-        self._maybe_start_torch()
+        self._context = dataclasses.replace(self._context, window=window)
+        self._trace.context = self._context
+        self._trace.start(self.step_index, self._step_t0)
         if 0 in window:
             self._window_begin()
 
-    def _maybe_start_torch(self) -> None:
-        """Create the torch profiler one (warm-up) step before the window, not earlier: its
-        per-step cost (a ``record_function`` per step) is then paid only around the window."""
-        if self.backend != "torch" or self._torch is not None or self._torch_launched:
-            return
-        warmup = self.window.torch_schedule_args()["warmup"]
-        if not (self.window.start - warmup <= self.step_index < self.window.stop):
-            return
-        self._torch_launched = True
-        try:
-            from profiler.torch_backend import TorchCapture
-
-            cap = TorchCapture(
-                self.window, self._trace_file, self._recorder, cuda=self.config.torch_cuda
-            )
-            cap.start(first_step=self.step_index)
-            self._torch = cap
-            self._torch_activities = list(cap.activities)
-        except Exception as e:
-            self._problem("torch profiler", e)
-            self._torch = None
-
     def _trace_file(self) -> Path:
-        self.trace_path = self.out_dir / "traces" / f"rank-{self.rank}.pt.trace.json.gz"
+        self.trace_path = trace_path(self.out_dir, self.rank)
         return self.trace_path
 
     # ------------------------------------------------------------------ steps
@@ -325,25 +286,14 @@ class Session:
             if len(self._step_ns) < MAX_STEP_TIMES:
                 self._step_ns.append(t - self._step_t0)
             self._steps_total += 1
-            if self._step_events is not None:
-                self._step_events.append((k, self._step_t0, t))
             self.step_index = k + 1
             self._step_t0 = t
-            if self._torch is not None:
-                try:
-                    self._torch.step()
-                    if self._torch.error:
-                        self._problem("torch profiler", self._torch.error)
-                        self._torch.error = None
-                except Exception as e:
-                    self._problem("torch profiler", e)
-                    self._torch = None
-            else:
-                self._maybe_start_torch()
+            if self._trace is not None:
+                self._trace.step(k + 1, t)
             if not self._materialized:
                 self._materialize()
-            elif self._sampler is not None:
-                self._sampler.mark_step(k + 1, t)
+            elif self._nvml is not None:
+                self._nvml.step(k + 1, t)
             nvtx_mark("gpuscope.step")
             if k + 1 == self.window.start and not self._in_window:
                 self._window_begin()
@@ -354,87 +304,18 @@ class Session:
 
     def _window_begin(self) -> None:
         self._in_window = True
-        if self.backend in ("host", "cupti"):
-            self._recorder.events = []
-            self._step_events = []
-        if self.backend == "cupti":
-            try:
-                from collectors.cupti import CuptiCapture
-
-                self._cupti = CuptiCapture()
-                self._cupti.start()
-            except Exception as e:
-                self._problem("CUPTI", e)
-                self._cupti = None
+        if self._trace is not None:
+            self._trace.window_begin()
         if self.config.nsys_range:
             _cuda_profiler_api("cudaProfilerStart", self)
 
     def _window_end(self, partial_until: int | None = None) -> None:
         self._in_window = False
-        self._window_done = True
         if self.config.nsys_range:
             _cuda_profiler_api("cudaProfilerStop", self)
-        if self.backend in ("host", "cupti"):
-            if partial_until is not None and self._step_events is not None:
-                self._step_events.append((self.step_index, self._step_t0, partial_until))
-            records: list[dict[str, Any]] = []
-            cupti, self._cupti = self._cupti, None
-            if cupti is not None:
-                try:
-                    records = cupti.stop()
-                except Exception as e:
-                    self._problem("CUPTI", e)
-            self._write_own_trace(records, cupti.offset_ns if cupti is not None else 0)
-            if cupti is not None and cupti.dropped:
-                self._problem("CUPTI", f"{cupti.dropped} records dropped (buffer limit)")
+        if self._trace is not None:
+            self._trace.window_end(partial_until)
         self._write_rank_meta()
-
-    def _write_own_trace(self, records: list[dict[str, Any]], offset_ns: int) -> None:
-        from profiler.kineto_writer import complete_event, write_trace
-
-        steps, self._step_events = self._step_events or [], None
-        regions, self._recorder.events = self._recorder.events or [], None
-        if not steps and not regions and not records:
-            return
-        base = (self._t0_unix // 1_000_000_000) * 1_000_000_000
-        pid = os.getpid()
-        main_tid = threading.main_thread().ident or 0
-        events: list[dict[str, Any]] = [
-            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}}
-        ]
-        for k, s, e in steps:
-            events.append(
-                complete_event(
-                    f"ProfilerStep#{k}",
-                    "user_annotation",
-                    self._unix(s),
-                    self._unix(e),
-                    pid,
-                    main_tid,
-                    base,
-                )
-            )
-        for name, s, e, tid in regions:
-            events.append(
-                complete_event(
-                    name, "user_annotation", self._unix(s), self._unix(e), pid, tid, base
-                )
-            )
-        if records:
-            from collectors.cupti import to_kineto_events
-
-            events += to_kineto_events(records, offset_ns=offset_ns, base_ns=base)
-        try:
-            write_trace(
-                self._trace_file(),
-                events,
-                base_time_ns=base,
-                rank=self.rank,
-                world_size=int(self.rank_info.get("world_size", 1)),
-                extra={"gpuscope": {"backend": self.backend, "window": str(self.window)}},
-            )
-        except Exception as e:
-            self._problem("trace write", e)
 
     # ------------------------------------------------------------------ stop
     def stop(self, reason: str = "stop") -> None:
@@ -465,23 +346,15 @@ class Session:
             self._restore_sigterm()
 
     def _stop(self, t: int) -> None:
-        torch_cap, self._torch = self._torch, None
-        if torch_cap is not None:
-            try:
-                torch_cap.stop()
-                if torch_cap.error:
-                    self._problem("torch profiler", torch_cap.error)
-            except Exception as e:
-                self._problem("torch profiler", e)
+        if self._trace is not None:
+            self._trace.stop(t)
         if self._in_window:
             self._window_end(partial_until=t)
         if not self._materialized:
             return  # a process that never stepped (launcher, helper): leave no files
-        sampler, self._sampler = self._sampler, None
-        if sampler is not None:
+        if self._nvml is not None:
             try:
-                sampler.mark_step(self.step_index + 1, t)
-                self._nvml_status = sampler.stop()
+                self._nvml.stop(t)
             except Exception as e:
                 self._problem("NVML sampler", e)
         self._write_rank_meta(final=True, stopped_perf=t)
@@ -537,72 +410,45 @@ class Session:
             return
         try:
             meta = self.rank_meta(final=final, stopped_perf=stopped_perf)
-            path = self.out_dir / "ranks" / f"rank-{self.rank}.json"
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            write_json(rank_meta_path(self.out_dir, self.rank), meta)
         except Exception as e:
             self._problem("rank metadata", e)
 
     def rank_meta(self, final: bool = False, stopped_perf: int | None = None) -> dict[str, Any]:
-        """This rank's metadata (``ranks/rank-<r>.json``; fields defined in docs/capture.md)."""
-        times = self._step_ns
+        """This rank's metadata (:func:`profiler.rank_meta.rank_meta`)."""
         trace = self.trace_path if self.trace_path and self.trace_path.exists() else None
         nvml: dict[str, Any] | None
-        if self._sampler is not None:
-            nvml = self._sampler.status()
-        elif self._nvml_status is not None:
-            nvml = self._nvml_status
+        if self._nvml is not None:
+            nvml = self._nvml.result()["nvml"]
         elif self.rank_info.get("local_rank", 0) == 0 and self.config.nvml_hz <= 0:
             nvml = {"available": False, "reason": "disabled (--nvml-hz 0)"}
         else:
             nvml = None
-        captured = None
-        if trace is not None:
-            last = min(self.window.stop, self.step_index + 1) - 1
-            captured = [self.window.start, last] if last >= self.window.start else None
-        return {
-            "schema_version": RANK_META_VERSION,
-            **self.rank_info,
-            "host": self.host,
-            "pid": os.getpid(),
-            "argv": list(sys.argv),
-            "backend": self.backend,
-            "torch_activities": self._torch_activities,
-            "window": str(self.window),
-            "steps_captured": captured,
-            "trace": str(trace.relative_to(self.out_dir)) if trace else None,
-            "step_source": self.step_source,
-            "steps_completed": self._steps_total,
-            "step_times_ns": list(times),
-            "regions": self._recorder.summary(),
-            "started_unix_ns": self._t0_unix,
-            "stopped_unix_ns": self._unix(stopped_perf) if stopped_perf is not None else None,
-            "stop_reason": self._stop_reason if final else None,
-            "versions": environment.versions(),
-            "gpus": environment.torch_gpus(),
-            "cuda_device": environment.current_cuda_device(),
-            "nvml": nvml,
-            "errors": list(self.errors),
-        }
+        return rank_meta(
+            rank_info=self.rank_info,
+            host=self.host,
+            backend=self.backend,
+            backend_facts=self._trace.result() if self._trace is not None else {},
+            window=self.window,
+            captured=steps_captured(self.window, self.step_index) if trace else None,
+            trace=str(trace.relative_to(self.out_dir)) if trace else None,
+            step_source=self.step_source,
+            steps_completed=self._steps_total,
+            step_times_ns=self._step_ns,
+            regions=self._recorder.summary(),
+            started_unix_ns=self._t0_unix,
+            stopped_unix_ns=self._unix(stopped_perf) if stopped_perf is not None else None,
+            stop_reason=self._stop_reason if final else None,
+            nvml=nvml,
+            errors=self.errors,
+        )
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Session:
         return self.start()
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.stop("context exit")
-        return False
-
-
-def _importable(name: str) -> bool:
-    if name in sys.modules:
-        return sys.modules[name] is not None
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
         return False
 
 

@@ -169,7 +169,7 @@ def test_calibration_arithmetic_on_the_cpu_device() -> None:
     except ImportError:
         torch = None
     require_service("torch", torch is not None, "pip install torch==2.13.0 (CPU build)")
-    from collectors.calibrate import Calibration, measure_bandwidth, measure_matmul
+    from profiler.backends.calibrate import Calibration, measure_bandwidth, measure_matmul
 
     dev = torch.device("cpu")
     bw = measure_bandwidth(dev, size_bytes=4_000_000, warmup=1, repeats=3)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, require_service
 
-from collectors.commbench import parse_collectives, parse_sizes
 from collectors.errors import UsageError
 from collectors.nccl_tests import parse_nccl_tests_text
+from profiler.backends.commbench import parse_collectives, parse_sizes
 
 pytestmark = pytest.mark.torch
 

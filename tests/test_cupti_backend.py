@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from fakes import fake_cupti
 
-from collectors.cupti import CuptiCapture, load_cupti, to_kineto_events
 from collectors.errors import MissingDependencyError
 from collectors.load import load_traces
+from profiler.backends.cupti import CuptiCapture, load_cupti, to_kineto_events
 from profiler.kineto_writer import write_trace
 
 UNIX0 = 1_790_000_000_123_456_789

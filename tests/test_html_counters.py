@@ -16,7 +16,7 @@ from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import TraceMeta, make_trace
 from collectors.nvml import CSV_HEADER, read_counters
-from collectors.run_meta import read_run_meta
+from collectors.rundir import read_run_meta
 from reports.html_series import counters
 from reports.summary.sections.series import MAX_POINTS, decimate, run
 

@@ -1,4 +1,4 @@
-"""Reading one Kineto file with a forked helper (collectors.kineto_parallel) gives exactly the
+"""Reading one Kineto file with a forked helper (collectors.kineto.parallel) gives exactly the
 serial reader's Trace, and falls back to the serial reader whenever the two could differ."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import pandas as pd
 import pytest
 from conftest import SAMPLES, SHARED_DATA, shared_path
 
-from collectors import kineto_parallel, kineto_stream
 from collectors.errors import InputError
-from collectors.kineto import finish, read_kineto
-from collectors.kineto_rows import Rows
-from collectors.kineto_stream import Fallback
+from collectors.kineto import parallel as kineto_parallel
+from collectors.kineto import read_kineto
+from collectors.kineto import stream as kineto_stream
+from collectors.kineto.rows import Rows
+from collectors.kineto.stream import Fallback
+from collectors.kineto.tables import build_trace
 from collectors.model import Trace
 
 pytestmark = pytest.mark.skipif(
@@ -77,12 +79,12 @@ def test_the_helper_takes_the_chunks_the_slower_process_has_not_claimed(
         add(self, chunk, index)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Rows, "add", slow_in_parent)
-    rows, top = kineto_parallel.read_rows(path, include_python=False)
+    rows = kineto_parallel.read_rows(path, include_python=False)
     helper = kineto_parallel.last_helper
     assert helper is not None and helper.all_chunks >= 4
     assert helper.chunks > helper.all_chunks // 2  # the helper ran ahead and took most
     assert rows.chunks + helper.chunks == helper.all_chunks  # each chunk decoded once
-    assert_same_trace(finish(rows, top, None), serial)
+    assert_same_trace(build_trace(rows, None), serial)
 
 
 def test_python_functions_kept_when_asked(small_chunks: None) -> None:

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from analyzers.host_bound import VERDICTS, rank_verdict
-from analyzers.idle import HTA_IDLE_KINDS, gpu_idle, stream_idle_intervals
+from analyzers.idle import gpu_idle, stream_idle_intervals
 from analyzers.launch import all_launches, queue_length
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import temporal_breakdown
 from analyzers.window import gpu_events
-from collectors.model import Trace
+from collectors.model import GPU_WORK_KINDS, Trace
 from tests.conftest import SHARED_DATA
 
 WITH_KERNELS_AND_RUNTIME = (
@@ -117,7 +117,7 @@ def test_stream_intervals_telescope(name: str) -> None:
     for t in traces(name):
         iv = stream_idle_intervals(t, OPTIONS)
         ev = gpu_events(t, OPTIONS)
-        ev = ev[ev["kind"].isin(HTA_IDLE_KINDS)].sort_values("start_ns", kind="stable")
+        ev = ev[ev["kind"].isin(GPU_WORK_KINDS)].sort_values("start_ns", kind="stable")
         for stream, grp in ev.groupby("stream"):
             s = grp["start_ns"].to_numpy()
             e = grp["end_ns"].to_numpy()

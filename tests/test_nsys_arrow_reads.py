@@ -10,7 +10,7 @@ import pytest
 
 from collectors.errors import InputError
 from collectors.nsys import read_nsys
-from collectors.nsys_schema import ARROW_ENV, NsysDb, use_arrow
+from collectors.nsys.schema import ARROW_ENV, NsysDb, use_arrow
 from tests.conftest import SHARED_DATA, shared_path
 
 HAVE_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None

@@ -11,7 +11,7 @@ import pytest
 
 from collectors.errors import InputError
 from collectors.nsys import read_nsys
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.schema import NsysDb
 from tests.conftest import REPO, gpuscope, shared_path
 
 FUSER = "nsys2024.6.2.25__Fuser__report2.sqlite"

@@ -115,7 +115,7 @@ def test_rep_export_goes_to_the_cache_when_the_folder_is_read_only(
     _fake_nsys(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    import collectors.nsys_export as export
+    import collectors.nsys.export as export
 
     monkeypatch.setattr(export.os, "access", lambda p, mode: Path(p) != rep.parent)
     (t,) = read_nsys(rep)

@@ -22,9 +22,10 @@ def test_sampler_uses_only_functions_the_fake_implements() -> None:
     import re
     from pathlib import Path
 
-    import collectors.nvml as mod
+    import profiler.backends.nvml as sampler
+    import profiler.backends.nvml_device as readings
 
-    src = Path(mod.__file__).read_text()
+    src = "".join(Path(mod.__file__).read_text() for mod in (sampler, readings))
     used = set(re.findall(r"\bn\.(nvml\w+)\(", src)) | set(
         re.findall(r"self\._nvml\.(nvml\w+)\(", src)
     )

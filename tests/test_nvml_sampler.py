@@ -16,8 +16,10 @@ import pynvml
 import pytest
 from fakes.fake_pynvml import FakeGpu, FakeNvml
 
+from analyzers.energy import energy_per_step
 from collectors.errors import InputError
-from collectors.nvml import CSV_HEADER, NvmlSampler, energy_per_step, read_counters
+from collectors.nvml import CSV_HEADER, read_counters
+from profiler.backends.nvml import NvmlSampler
 
 UNIX0 = 1_800_000_000_000_000_000
 

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from conftest import shared_path
 
-from analyzers.gpu_peaks import load_peaks
+from analyzers.gpu_peaks import find_peaks, peaks_named
 from analyzers.op_models import MODELS, OP_GROUP_COLUMNS, model_op, op_costs, op_groups
 from analyzers.roofline import op_roofline
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from collectors.peaks import load_peaks
 
 F = '"float"'
 H = '"c10::Half"'
@@ -236,7 +237,7 @@ def test_kernels_are_attributed_to_the_outermost_modelled_op_once() -> None:
 def test_op_roofline_rates_and_bound_from_the_peak_table() -> None:
     t = _hand_trace()
     groups = op_groups(op_costs(t))
-    peaks = load_peaks().find(t.gpu_device.name)
+    peaks = find_peaks(load_peaks(), t.gpu_device.name)
     points = {p.name: p for p in op_roofline(groups, peaks)}
     lin = points["aten::linear"]
     flops, nbytes, secs = 1088, 960, 100e-9
@@ -391,7 +392,7 @@ def test_fp32_gemms_on_tf32_tensor_core_kernels_use_the_tf32_peak() -> None:
 
 def test_real_trace_op_roofline_is_ranked_and_json_ready() -> None:
     t = _load(REAL[1])
-    peaks = load_peaks().find(t.gpu_device.name)
+    peaks = find_peaks(load_peaks(), t.gpu_device.name)
     assert peaks is not None and peaks.name == "A100 SXM4 80 GB"
     points = op_roofline(op_groups(op_costs(t)), peaks)
     host = [p for p in points if any("host memory" in m for m in p.missing)]
@@ -438,7 +439,7 @@ def test_a_copy_without_flops_is_memory_bound_at_its_bandwidth_fraction() -> Non
         ],
         columns=list(OP_GROUP_COLUMNS),
     )
-    a, b = op_roofline(groups, load_peaks().get("A100 SXM4 40 GB"))
+    a, b = op_roofline(groups, peaks_named(load_peaks(), "A100 SXM4 40 GB"))
     # 2 MB in 1 us = 2e12 B/s against 1555e9: above the datasheet roof -> 128.6 %, no headroom
     assert a.bound == "memory"
     assert a.pct_of_attainable == pytest.approx(100 * 2e12 / 1555e9)

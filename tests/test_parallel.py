@@ -15,7 +15,7 @@ from conftest import shared_path
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
-from collectors.kineto_parallel import usable_cpus
+from collectors.kineto.parallel import usable_cpus
 from collectors.load import load_traces
 from collectors.synthetic import write_samples
 from reports.summary import build_summary, planning

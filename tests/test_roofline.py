@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_DATA, shared_path
 
-from analyzers.gpu_peaks import load_peaks
+from analyzers.gpu_peaks import peaks_named
 from analyzers.roofline import ncu_roofline
 from collectors.errors import InputError
 from collectors.ncu import read_ncu_csv
+from collectors.peaks import load_peaks
 
 LEARNING = sorted(p.name for p in (SHARED_DATA / "ncu").glob("LearningNote4Dev__*.csv"))
 PROFILER = sorted(p.name for p in (SHARED_DATA / "ncu").glob("GPU-Roofline-Profiler__*_ncu_*.csv"))
@@ -95,7 +96,7 @@ def test_bandwidth_only_exports_give_partial_points(name: str) -> None:
 def test_saxpy_dram_bandwidth_against_the_rtx5070_table_peak() -> None:
     path = shared_path("ncu", "GPU-Roofline-Profiler__results_sample_run_ncu_saxpy.csv")
     raw = _raw(path)[0]
-    p = ncu_roofline(read_ncu_csv(path), load_peaks().get("RTX 5070")).points[0]
+    p = ncu_roofline(read_ncu_csv(path), peaks_named(load_peaks(), "RTX 5070")).points[0]
     bw = (raw["dram__bytes_op_read.sum"] + raw["dram__bytes_op_write.sum"]) / (
         raw["gpu__time_duration.sum"] * 1e-9
     )
@@ -107,7 +108,7 @@ def test_saxpy_dram_bandwidth_against_the_rtx5070_table_peak() -> None:
 def test_bound_and_percent_of_attainable_with_table_ceilings() -> None:
     path = shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_gemm.csv")
     raw = _raw(path)
-    a100 = load_peaks().get("A100-SXM4-40GB")
+    a100 = peaks_named(load_peaks(), "A100-SXM4-40GB")
     roof = ncu_roofline(read_ncu_csv(path), a100)
     peak_fp32, peak_bw = 19.5e12, 1555e9
     ridge = peak_fp32 / peak_bw
@@ -159,7 +160,7 @@ def test_ceilings_from_the_same_file_take_precedence(tmp_path: Path) -> None:
             (0, "dram__cycles_elapsed.avg.per_second", "cycle/second", "1,000,000,000"),
         ],
     )
-    p = ncu_roofline(read_ncu_csv(path), load_peaks().get("H100 SXM5 80 GB")).points[0]
+    p = ncu_roofline(read_ncu_csv(path), peaks_named(load_peaks(), "H100 SXM5 80 GB")).points[0]
     # hand: FLOP = 2*500 = 1000 in 1 us = 1e9 FLOP/s; peak fp32 = 64*2*2e9 = 2.56e11;
     # peak DRAM = 10*1e9 = 1e10 B/s; AI = 1000/4000 = 0.25 < ridge 25.6 -> memory bound,
     # attainable = 0.25*1e10 = 2.5e9 -> 40 %
@@ -220,6 +221,6 @@ def test_points_are_json_ready() -> None:
     import json
 
     path = shared_path("ncu", "LearningNote4Dev__CUDA_gemm_output_sgemm.csv")
-    d = ncu_roofline(read_ncu_csv(path), load_peaks().get("A100 SXM4 40 GB")).to_dict()
+    d = ncu_roofline(read_ncu_csv(path), peaks_named(load_peaks(), "A100 SXM4 40 GB")).to_dict()
     text = json.dumps(d, allow_nan=False)
     assert '"bound"' in text and len(d["kernels"]) == 3

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from analyzers.gpu_peaks import load_peaks
+from analyzers.gpu_peaks import find_peaks, peaks_named
 from collectors.errors import InputError, UsageError
+from collectors.peaks import load_peaks
 
 GPUS_MD = SHARED / "reference" / "gpus.md"
 
@@ -73,7 +74,7 @@ def test_built_in_table_equals_gpus_md_cell_by_cell_with_unverified_marks() -> N
 
 
 def test_rtx5070_row_is_the_gpus_md_derivation_and_the_sample_theoretical_peaks() -> None:
-    g = load_peaks().get("RTX 5070")
+    g = peaks_named(load_peaks(), "RTX 5070")
     assert g.values["fp32_tflops"] == pytest.approx(48 * 128 * 2 * 2.625e9 / 1e12)
     p = SHARED / "data" / "ncu" / "GPU-Roofline-Profiler__results_sample_run_peaks.csv"
     if p.exists():
@@ -98,13 +99,13 @@ def test_rtx5070_row_is_the_gpus_md_derivation_and_the_sample_theoretical_peaks(
     ],
 )
 def test_traced_device_names_find_their_entry(device: str | None, entry: str | None) -> None:
-    g = load_peaks().find(device)
+    g = find_peaks(load_peaks(), device)
     assert (g.name if g else None) == entry
 
 
 def test_unknown_gpu_name_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown GPU 'MI300X'"):
-        load_peaks().get("MI300X")
+        peaks_named(load_peaks(), "MI300X")
 
 
 def test_user_file_overrides_keys_clears_their_marks_and_adds_gpus(tmp_path: Path) -> None:
@@ -116,11 +117,11 @@ def test_user_file_overrides_keys_clears_their_marks_and_adds_gpus(tmp_path: Pat
         encoding="utf-8",
     )
     t = load_peaks(f)
-    h = t.get("H100 PCIe 80 GB")
+    h = peaks_named(t, "H100 PCIe 80 GB")
     assert h.values["mem_bw_gbs"] == 2039.0 and not h.is_unverified("mem_bw_gbs")
     assert h.values["fp32_tflops"] == 51.0  # untouched keys stay
     assert "overridden" in h.origin
-    m = t.get("AMD Instinct MI300X")
+    m = peaks_named(t, "AMD Instinct MI300X")
     assert m.peak_flops("fp32") == pytest.approx(163.4e12) and m.is_unverified("fp32_tflops")
     assert m.origin == str(f)
     assert len(t.gpus) == len(load_peaks().gpus) + 1

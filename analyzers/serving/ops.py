@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
-from collectors.linking import innermost_range
-from collectors.model import launch_mask
+from collectors.linking import innermost_range, launch_mask
+from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
     from analyzers.serving.graphs import GraphAttribution
     from collectors.model import Trace
 
-GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
 """``gpu.kind`` values that are GPU work (``sync`` rows are waits, not work)."""
 GRAPH_LAUNCH_RE = re.compile(r"GraphLaunch")
 """Runtime/driver calls that replay a graph: ``cudaGraphLaunch``, ``hipGraphLaunch``,

@@ -28,8 +28,8 @@ def inputs_from_extras(extras: Mapping[str, Any]) -> AnalysisInputs:
     unknown = sorted(set(extras) - set(EXTRAS_KEYS))
     if unknown:
         raise ValueError(f"unknown side input(s) {unknown}: known are {', '.join(EXTRAS_KEYS)}")
-    from analyzers.gpu_peaks import PeakTable, load_peaks
-    from collectors.run_meta import read_run_meta
+    from collectors.peaks import PeakTable, load_peaks
+    from collectors.rundir import read_run_meta
 
     peaks = extras.get("gpu_peaks")
     table = peaks if isinstance(peaks, PeakTable) or peaks is None else load_peaks(Path(peaks))

@@ -92,7 +92,7 @@ def available_memory_bytes() -> int:
 def _json_bytes(path: Path) -> int:
     """Uncompressed size of a Kineto file (gzip's ISIZE trailer; at least 10x the .gz)."""
     size = path.stat().st_size
-    from collectors.kineto_decode import gzip_isize
+    from collectors.kineto import gzip_isize
 
     isize = None
     with contextlib.suppress(OSError):
@@ -137,7 +137,7 @@ def pool_size(
 ) -> tuple[int, int, int, list[str]]:
     """(workers, planned peak per worker, available memory, notes) for the local pool."""
     notes = []
-    from collectors.kineto_parallel import usable_cpus
+    from collectors.kineto import usable_cpus
 
     cpus = usable_cpus()
     peak = max((estimate_peak_bytes(u, cache_root) for u in units), default=WORKER_BASE_BYTES)

@@ -248,8 +248,8 @@ def results_cached(
 
 def run_unit_in_worker(*args: Any) -> UnitResult:
     """:func:`run_unit` in a pool or Dask worker: its reads are serial (the workers already
-    fill the CPUs; :mod:`collectors.kineto_parallel`)."""
-    from collectors.kineto_parallel import serial_reads
+    fill the CPUs; :mod:`collectors.kineto.parallel`)."""
+    from collectors.kineto import serial_reads
 
     with serial_reads():
         return run_unit(*args)

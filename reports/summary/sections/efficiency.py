@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from analyzers.gpu_peaks import find_peaks
+from collectors.model import GPU_WORK_KINDS
+
 if TYPE_CHECKING:
-    from analyzers.gpu_peaks import PeakTable
     from analyzers.inputs import AnalysisInputs
     from analyzers.options import AnalysisOptions
     from collectors.model import Trace
+    from collectors.peaks import PeakTable
 
 TOP_N = 50
 """Kernel groups / roofline points listed per rank (largest first); totals cover all."""
@@ -32,7 +35,7 @@ def _num(x: Any) -> Any:
 
 def _peaks(inputs: AnalysisInputs) -> PeakTable:
     """The peak table the CLI loaded, else the built-in one."""
-    from analyzers.gpu_peaks import load_peaks
+    from collectors.peaks import load_peaks
 
     return inputs.gpu_peaks if inputs.gpu_peaks is not None else load_peaks(None)
 
@@ -91,13 +94,13 @@ def roofline(
 
     table = _peaks(inputs)
     device = trace.gpu_device
-    peaks = table.find(device.name) if device is not None else None
+    peaks = find_peaks(table, device.name) if device is not None else None
     costs = op_costs(trace)
     out: dict[str, Any] = {}
     if not costs.empty:
         groups = op_groups(costs)
         points = op_roofline(groups, peaks)
-        gpu_time = trace.gpu[trace.gpu["kind"].isin(("kernel", "memcpy", "memset"))]
+        gpu_time = trace.gpu[trace.gpu["kind"].isin(GPU_WORK_KINDS)]
         total = int((gpu_time["end_ns"] - gpu_time["start_ns"]).sum())
         modelled = int(costs["kernel_time_ns"].sum())
         out["ops"] = {

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyzers.energy import energy_per_step, node_energy_per_step_mj
 from analyzers.options import AnalysisOptions
+from analyzers.throttle import throttle_bands
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,18 +52,6 @@ PLOT_FIELDS = (
     "gpm_dram_bw_util_pct",
 )
 """NVML fields kept as series (cumulative counters — energy, NVLink KiB — are not plotted)."""
-
-THROTTLE_REASONS = {
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal",
-    0x40: "hw_thermal",
-    0x80: "hw_power_brake",
-}
-"""Bits of ``clock_event_reasons`` that slow the clocks down (idle 0x1, application clocks 0x2
-and display clocks 0x100 are settings, not throttling)."""
-THROTTLE_MASK = sum(THROTTLE_REASONS)
 
 TOP_RANGES = 20
 """Annotated-range names kept per rank (largest total time first)."""
@@ -118,56 +108,24 @@ def _series(df: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
     return out
 
 
-def throttle_bands(df: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
-    """Maximal runs of consecutive ``clock_event_reasons`` samples with a throttle bit set.
-
-    A band starts at the first such sample and ends at the next sample of the device without
-    one (or at its last sample); ``reasons`` is the union of the bits seen in it.
-    """
-    bands = []
-    rows = df[(df["name"] == "clock_event_reasons") & (df["device"] >= 0)]
-    for dev, g in rows.groupby("device", sort=True, observed=True):
-        g = g.sort_values("ts_ns", kind="stable")
-        ts = g["ts_ns"].to_numpy(dtype=np.int64)
-        masks = np.nan_to_num(g["value"].to_numpy(dtype=np.float64)).astype(np.int64)
-        on = (masks & THROTTLE_MASK) != 0
-        i = 0
-        while i < len(ts):
-            if not on[i]:
-                i += 1
-                continue
-            j = i
-            union = 0
-            while j < len(ts) and on[j]:
-                union |= int(masks[j])
-                j += 1
-            end = ts[j] if j < len(ts) else ts[j - 1]
-            bands.append(
-                {
-                    "device": int(dev),
-                    "start_ns": int(ts[i] - t0),
-                    "end_ns": int(end - t0),
-                    "reasons": [n for b, n in THROTTLE_REASONS.items() if union & b],
-                }
-            )
-            i = j
-    return bands
-
-
-def _lower_median(xs: Sequence[float]) -> float | None:
-    if not xs:
-        return None
-    s = sorted(xs)
-    return float(s[(len(s) - 1) // 2])
+def _throttle(df: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
+    """:func:`analyzers.throttle.throttle_bands`, times relative to *t0*."""
+    return [
+        {
+            "device": b.device,
+            "start_ns": b.start_ns - t0,
+            "end_ns": b.end_ns - t0,
+            "reasons": list(b.reasons),
+        }
+        for b in throttle_bands(df)
+    ]
 
 
 def _energy(df: pd.DataFrame, t0: int) -> tuple[list[dict[str, Any]], float | None]:
-    from collectors.nvml import energy_per_step
-
+    """:func:`analyzers.energy.energy_per_step` (times relative to *t0*, missing readings
+    None) and :func:`analyzers.energy.node_energy_per_step_mj`."""
     e = energy_per_step(df)
     rows = []
-    per_step: dict[int, list[float]] = {}
-    complete: dict[int, bool] = {}
     for r in e.itertuples(index=False):
         mj = float(r.energy_mj)
         ok = np.isfinite(mj)
@@ -181,10 +139,7 @@ def _energy(df: pd.DataFrame, t0: int) -> tuple[list[dict[str, Any]], float | No
                 "avg_power_w": float(r.avg_power_w) if ok else None,
             }
         )
-        per_step.setdefault(int(r.step), []).append(mj)
-        complete[int(r.step)] = complete.get(int(r.step), True) and bool(ok)
-    sums = [sum(v) for k, v in per_step.items() if complete[k]]
-    return rows, _lower_median(sums)
+    return rows, node_energy_per_step_mj(e)
 
 
 def nvml_host(host: str, df: pd.DataFrame) -> dict[str, Any] | None:
@@ -193,7 +148,7 @@ def nvml_host(host: str, df: pd.DataFrame) -> dict[str, Any] | None:
         return None
     t0 = int(df["ts_ns"].min())
     marks = df[df["name"] == "step_begin"].sort_values("ts_ns", kind="stable")
-    bands = throttle_bands(df, t0)
+    bands = _throttle(df, t0)
     dropped = max(0, len(bands) - MAX_BANDS)
     if dropped:
         bands = sorted(bands, key=lambda b: b["start_ns"] - b["end_ns"])[:MAX_BANDS]

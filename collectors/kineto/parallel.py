@@ -1,7 +1,7 @@
 """Reading one large Kineto file with two processes.
 
-Decoding a trace (:mod:`collectors.kineto_stream`) and turning its events into columns
-(:class:`collectors.kineto_rows.Rows`) is CPU work that one Python process does serially.  For a
+Decoding a trace (:mod:`collectors.kineto.stream`) and turning its events into columns
+(:mod:`collectors.kineto.rows`) is CPU work that one Python process does serially.  For a
 large file on a machine with a spare CPU, :func:`read_rows` forks one helper process and the two
 share the chunks: both gunzip the file and cut it into the same chunks, in order; at each chunk a
 process claims it unless the other already has (a shared counter of claimed chunks), and decodes
@@ -40,10 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.errors import InputError
-from collectors.kineto_decode import KinetoFile, gzip_isize
-from collectors.kineto_rows import Rows
-from collectors.kineto_stream import Fallback, stream_chunks
+from collectors.kineto.rows import RowParts, Rows, read_chunks
+from collectors.kineto.source import GZIP_MAGIC
+from collectors.kineto.stream import Fallback
 
 MIN_TEXT_BYTES = 24 << 20
 """Read in parallel from this much JSON text on.  Serial / parallel read time on the 2-CPU
@@ -118,8 +117,22 @@ def text_bytes(path: Path) -> int:
     return size if isize is None else max(size, isize)
 
 
-def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
-    """All rows of *path* and its top-level keys, read by this process and a forked helper.
+def gzip_isize(path: Path) -> int | None:
+    """The uncompressed size a gzip file's trailer records (ISIZE: modulo 2**32, of the last
+    member only, so an estimate), or None when *path* is not gzip (or too short to be).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as f:
+        if f.read(2) != GZIP_MAGIC or f.seek(0, os.SEEK_END) < 18:  # header + trailer
+            return None
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
+
+
+def read_rows(path: Path, include_python: bool) -> RowParts:
+    """All rows of *path*, read by this process and a forked helper.
 
     Raises:
         Fallback: the parallel read did not succeed; read the file serially.
@@ -151,7 +164,7 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
     os.close(write_fd)
     done = False
     try:
-        rows, top, ends = _read_own(path, include_python, claimed)
+        rows, ends = _read_own(path, include_python, claimed)
         with os.fdopen(read_fd, "rb") as f:
             read_fd = -1
             data = f.read()
@@ -171,9 +184,6 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
         if theirs["ends"] != ends:
             raise Fallback  # the two readers cut the text differently
         rows.merge(theirs["rows"])
-        top = top if top is not None else theirs["top"]
-    except InputError:
-        raise Fallback from None
     finally:
         if read_fd >= 0:
             os.close(read_fd)
@@ -181,46 +191,29 @@ def read_rows(path: Path, include_python: bool) -> tuple[Rows, KinetoFile]:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-    if top is None:
+    if rows.top is None:
         raise Fallback
-    return rows, top
+    return rows.parts()
 
 
-def _read_own(
-    path: Path,
-    include_python: bool,
-    claimed: Any,
-) -> tuple[Rows, KinetoFile | None, list[int]]:
+def _read_own(path: Path, include_python: bool, claimed: Any) -> tuple[Rows, list[int]]:
     """The rows of the chunks this process claims (*claimed*: the shared count of chunks
-    claimed so far), the top-level keys if the last chunk is among them, and the end offset
-    of every chunk."""
-    rows = Rows(path, include_python)
-    top: KinetoFile | None = None
+    claimed so far) and the end offset of every chunk.
+
+    Raises:
+        Fallback: the text needs the whole-text reader.
+    """
     ends: list[int] = []
-
-    def claim(index: int) -> bool:
-        with claimed.get_lock():
-            if claimed.value != index:
-                return False  # the other process has it
-            claimed.value = index + 1
-            return True
-
-    for index, chunk in enumerate(stream_chunks(path, owned=claim, ends=ends)):
-        if chunk is not None:
-            rows.add(chunk, index)
-            if chunk.top is not None:
-                top = chunk.top
-        del chunk  # not alive while the next one decodes
-    return rows, top, ends
+    return read_chunks(path, include_python, claimed=claimed, ends=ends), ends
 
 
 def _helper(path: Path, include_python: bool, claimed: Any, fd: int) -> int:
     """The forked helper: decode the chunks of *path* it claims, write them pickled to *fd*."""
     try:
-        rows, top, ends = _read_own(path, include_python, claimed)
-    except (Fallback, InputError):
+        rows, ends = _read_own(path, include_python, claimed)
+    except Fallback:
         return 3
-    out = {"rows": rows.state(), "top": top, "ends": ends, "chunks": rows.chunks}
+    out = {"rows": rows.state(), "ends": ends, "chunks": rows.chunks}
     out["private_peak_kib"] = 0
     data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
     if os.environ.get(STATS_ENV) == "1":  # measured once, at the end (reading smaps costs)

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
-from collectors.nsys_strings import categorical, lookup
+from collectors.nsys.schema import NsysDb
+from collectors.nsys.strings import categorical, lookup
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.schema import NsysDb
 
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
 
@@ -45,7 +46,7 @@ def categorical(
     *,
     transform: dict[int, str] | None = None,
     strip_version: bool = False,
-) -> pd.Categorical:
+) -> pd.Categorical[Any]:
     """A Categorical of the strings behind *ids* (``-1`` or an unknown id → missing).
 
     *transform*, when given, is used instead of a ``StringIds`` lookup (id → string).
@@ -67,7 +68,7 @@ def categorical(
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(cats)))
 
 
-def concat_categoricals(items: list[pd.Categorical | int]) -> pd.Categorical:
+def concat_categoricals(items: list[pd.Categorical | int]) -> pd.Categorical[Any]:
     """Concatenate Categoricals (an int *n* stands for *n* missing values) into one.
 
     Unlike ``union_categoricals`` this accepts categories of different dtypes (an all-missing

@@ -1,17 +1,21 @@
-"""Per-chunk row building of the Kineto reader (:mod:`collectors.kineto`), without pandas.
+"""The rows stage of the Kineto reader: decoded chunks → numpy columns, without pandas.
 
-:class:`Rows` turns each decoded chunk (:mod:`collectors.kineto_stream`) into numpy columns of the
-``gpu``, ``host`` and ``gpu_user`` rows, counter rows and metadata, keyed by the chunk's index.
-It imports only numpy and msgspec, so that a helper process of a parallel read
-(:mod:`collectors.kineto_parallel`) starts quickly and small; :meth:`Rows.state` and
-:meth:`Rows.merge` carry one reader's rows into another's.  The tables are assembled (with
-pandas) by :func:`collectors.kineto.finish`.
+:func:`read_rows` reads a file's chunks (:func:`collectors.kineto.stream.stream_chunks`, or the
+whole text at once when the chunked reader cannot take it) and returns its :class:`RowParts`,
+what :func:`collectors.kineto.tables.build_trace` assembles into the tables.  :class:`Rows`
+turns each chunk into numpy columns of the ``gpu``, ``host`` and ``gpu_user`` rows, counter rows
+and metadata, keyed by the chunk's index, so that a parallel read
+(:mod:`collectors.kineto.parallel`) can read a share of the chunks in each process
+(:func:`read_chunks`) and carry one process's rows into the other's (:meth:`Rows.state`,
+:meth:`Rows.merge`) before :meth:`Rows.parts`.  Value conversions: :mod:`collectors.kineto.columns`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -20,20 +24,30 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from collectors.kineto_decode import (
-    COMM_FIELDS,
-    COMM_KEYS,
-    I_TYPES,
-    CEvent,
+from collectors.errors import InputError
+from collectors.kineto.columns import (
+    EMPTY_INTS,
+    Activities,
     InexactTimes,
-    MEvent,
-    XEvent,
-    comm_scan,
+    counter_rows,
     decimal_us_to_ns,
-    has_comm_marker,
+    floats,
+    gpu_user_part,
+    ints,
+    triples,
     us_to_ns,
 )
-from collectors.kineto_stream import META_NAMES, Chunk
+from collectors.kineto.decode import I_TYPES, CEvent, KinetoFile, MEvent, XEvent
+from collectors.kineto.stream import (
+    META_NAMES,
+    Chunk,
+    ChunkClaims,
+    Fallback,
+    decode_meta_args,
+    stream_chunks,
+    whole_chunks,
+)
+from collectors.model import GPU_KINDS
 
 HOST_CATS = frozenset(
     {
@@ -60,7 +74,8 @@ GPU_KIND_BY_CAT = {
     "Memset": "memset",
     "cuda_sync": "sync",
 }
-"""``gpu.kind`` by Kineto category; any other category with a stream is ``other``."""
+"""``gpu.kind`` by Kineto category; any other category with a stream is ``other``.  The
+``kind`` column of a part holds indices into :data:`collectors.model.GPU_KINDS`."""
 
 COPY_KIND_RE = re.compile(r"^(?:hip)?Memcpy\s*(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|AtoH|HtoA|AtoA)")
 COPY_KINDS = frozenset({"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD", "AtoH", "HtoA"})
@@ -70,9 +85,7 @@ def _skip(_: Any) -> None:
     pass
 
 
-KINDS = ("kernel", "memcpy", "memset", "sync", "other")
-"""Values of ``gpu.kind``: the ``kind`` column holds indices into this tuple."""
-_MEMCPY = KINDS.index("memcpy")
+_MEMCPY = GPU_KINDS.index("memcpy")
 
 Part = dict[str, Any]
 """One chunk's columns of one table (numpy arrays, or lists for object columns)."""
@@ -109,6 +122,8 @@ class Rows:
         self.compact: dict[bytes, str | None] = {b"": None}
         self.copy_kind_of_name: dict[int, str | None] = {}
         self.n_acts = 0
+        self.top: KinetoFile | None = None
+        """The file's top-level keys (from the last chunk, once added)."""
 
     # -- per chunk
 
@@ -119,7 +134,11 @@ class Rows:
         xs: list[XEvent] = []
         metas: list[MEvent] = []
         others: list[Any] = []
-        put = {chunk.xcls: xs.append, MEvent: metas.append, CEvent: others.append}
+        put: dict[type, Callable[[Any], None]] = {
+            chunk.xcls: xs.append,
+            MEvent: metas.append,
+            CEvent: others.append,
+        }
         put.update(dict.fromkeys(I_TYPES, others.append))
         skip = _skip
         for e in chunk.events:  # one pass (three list comprehensions cost three times more)
@@ -141,6 +160,8 @@ class Rows:
         if acts:
             self.n_acts += len(acts)
             self._add_activities(acts, chunk)
+        if chunk.top is not None:
+            self.top = chunk.top
 
     def _add_metas(self, metas: list[MEvent]) -> None:
         """Last event per (name, pid, tid) of the kept names (:data:`META_NAMES`), keys in order
@@ -165,14 +186,7 @@ class Rows:
         try:
             return us_to_ns(values, self.path, field)
         except InexactTimes:
-            col = None
-            if acts:
-                ts, dur = chunk.exact_activity_times()
-                col = ts if field == "ts" else dur
-            if col is None or len(col) != len(rows):
-                every = chunk.exact_times()
-                col = [getattr(every[i], field) for i in chunk.positions(rows)]
-            return decimal_us_to_ns(col)
+            return decimal_us_to_ns(chunk.exact_values(rows, field, acts=acts))
 
     @staticmethod
     def _ids(table: dict[str, int], values: list[Any]) -> np.ndarray:
@@ -202,7 +216,7 @@ class Rows:
                 "gpu_user": np.array([c == "gpu_user_annotation" for c in cats], dtype=bool),
                 "python": np.array([c == "python_function" for c in cats], dtype=bool),
                 "kind": np.array(
-                    [KINDS.index(GPU_KIND_BY_CAT.get(c, "other")) for c in cats], np.int64
+                    [GPU_KINDS.index(GPU_KIND_BY_CAT.get(c, "other")) for c in cats], np.int64
                 ),
             }
         return self._flags
@@ -214,60 +228,34 @@ class Rows:
         args = [e.args for e in acts]
         cat = self._ids(self.cats, [e.cat for e in acts])
         flags = self._cat_flags()
-        stream = _ints([a.stream for a in args])
+        stream = ints([a.stream for a in args])
         is_gpu = ((stream != -1) & ~flags["host"][cat]) | flags["sync"][cat]
         is_gpu_user = flags["gpu_user"][cat] & ~is_gpu
         is_host = ~is_gpu & ~is_gpu_user
         if not self.include_python:
             is_host &= ~flags["python"][cat]
         name = self._ids(self.names, [e.name for e in acts])
-        comms = self._comms(acts, args, chunk)
-        cols = _Activities(acts, args, name, cat, start, end, stream, comms)
+        comms = chunk.comms_of(acts, args)
+        cols = Activities(acts, args, name, cat, start, end, stream, comms)
         if is_gpu.any():
             self.gpu.append((self.index, self._gpu_part(cols, np.flatnonzero(is_gpu))))
         if is_host.any():
             self.host.append((self.index, self._host_part(cols, np.flatnonzero(is_host))))
         if is_gpu_user.any():
-            self.gpu_user.append((self.index, _gpu_user_part(cols, np.flatnonzero(is_gpu_user))))
+            self.gpu_user.append((self.index, gpu_user_part(cols, np.flatnonzero(is_gpu_user))))
 
-    def _comms(
-        self, acts: list[XEvent], args: list[Any], chunk: Chunk
-    ) -> dict[int, dict[str, Any]]:
-        """``{row: comm dict}`` of the chunk's activity rows (see :func:`comm_args`)."""
-        known = chunk.comms
-        if known is None:
-            # the XArgsComm fields, when they account for every COMM_SCAN text in the chunk: then
-            # no marker key hides in a string or a nested object of an activity's args (without
-            # a backslash in the text, each such field is one COMM_SCAN text: no \u escapes)
-            some, found = comm_scan(args)
-            assert chunk.text is not None
-            if found == chunk.markers and b"\\" not in chunk.text:
-                return {
-                    i: {
-                        k: msgspec.json.decode(raw)
-                        for k, f in zip(COMM_KEYS, COMM_FIELDS, strict=True)
-                        if (raw := getattr(args[i], f))
-                    }
-                    for i in some
-                    if has_comm_marker(args[i])
-                }
-            known = chunk.generic_comms()
-        if not known:
-            return {}
-        return {i: known[p] for i, p in enumerate(chunk.positions(acts)) if p in known}
-
-    def _gpu_part(self, cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+    def _gpu_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         rows, a = cols.rows(idx)
         name = cols.name[idx]
         kind = self._cat_flags()["kind"][cols.cat[idx]] if len(idx) else np.zeros(0, np.int64)
-        grid = _triples([g.grid for g in a])
-        block = _triples([g.block for g in a])
+        grid = triples([g.grid for g in a])
+        block = triples([g.block for g in a])
         return {
             "name": name,
             "kind": kind,
             "start_ns": cols.start[idx],
             "end_ns": cols.end[idx],
-            "device": _ints(
+            "device": ints(
                 [g.device if g.device is not None else e.pid for g, e in zip(a, rows, strict=True)]
             ),
             "stream": cols.stream[idx],
@@ -279,13 +267,13 @@ class Rows:
             "block_x": block[0],
             "block_y": block[1],
             "block_z": block[2],
-            "registers_per_thread": _ints([g.registers for g in a]),
-            "shared_mem_bytes": _ints([g.shared_memory for g in a]),
-            "bytes": _ints([g.bytes for g in a]),
+            "registers_per_thread": ints([g.registers for g in a]),
+            "shared_mem_bytes": ints([g.shared_memory for g in a]),
+            "bytes": ints([g.bytes for g in a]),
             "copy_kind": self._copy_kinds(name, kind, a),
-            "est_achieved_occupancy": _floats([g.occupancy for g in a]),
-            "blocks_per_sm": _floats([g.blocks_per_sm for g in a]),
-            "warps_per_sm": _floats([g.warps_per_sm for g in a]),
+            "est_achieved_occupancy": floats([g.occupancy for g in a]),
+            "blocks_per_sm": floats([g.blocks_per_sm for g in a]),
+            "warps_per_sm": floats([g.warps_per_sm for g in a]),
             "comm_args": cols.comm(idx),
         }
 
@@ -308,7 +296,7 @@ class Rows:
             out[i] = ck
         return out
 
-    def _host_part(self, cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
+    def _host_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         a = cols.args_at(idx)
         return {
             "name": cols.name[idx],
@@ -333,66 +321,43 @@ class Rows:
         return list(map(memo.__getitem__, keys))
 
     def _add_counters(self, others: list[Any], chunk: Chunk) -> None:
-        """``ph == "C"`` counter series and the ``[memory]`` instant events of ``profile_memory``.
+        """The chunk's counter and ``[memory]`` rows (:func:`counter_rows`)."""
+        for table, (names, at, values, devices) in zip(
+            (self.counters, self.memory), counter_rows(others), strict=True
+        ):
+            if names:
+                table.append((self.index, (names, self._ns(at, "ts", chunk), values, devices)))
 
-        A ``C`` event yields one row per numeric ``args`` entry, named after the event when it
-        has one entry and ``"<event>.<key>"`` otherwise (device -1).  A ``[memory]`` event yields
-        ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
+    # -- at the end: the rows in the file's order, and two readers' rows together
+
+    def parts(self) -> RowParts:
+        """All rows, each table's parts in chunk order, and the file's metadata.
+
+        Raises:
+            InputError: no activity or counter rows; malformed ``args`` of a metadata event.
         """
-        names: list[str] = []
-        at: list[Any] = []
-        values: list[float] = []
-        devices: list[int] = []
-        for e in others:
-            if e.__class__ is not CEvent or not isinstance(e.args, dict):
-                continue
-            nums = {k: v for k, v in e.args.items() if v.__class__ in (int, float)}
-            base = e.name if e.name.__class__ is str else "counter"
-            for k, v in nums.items():
-                names.append(base if len(nums) == 1 else f"{base}.{k}")
-                at.append(e)
-                values.append(float(v))
-                devices.append(-1)
-        if names:
-            self.counters.append((self.index, (names, self._ns(at, "ts", chunk), values, devices)))
-        names, at, values, devices = [], [], [], []
-        for e in others:
-            if e.__class__ not in I_TYPES or e.name != "[memory]":
-                continue
-            m = e.args
-            dev = m.device_id if m.device_id.__class__ is int else -1
-            for label, v in (
-                ("Total Allocated", m.total_allocated),
-                ("Total Reserved", m.total_reserved),
-            ):
-                if v.__class__ in (int, float):
-                    names.append(label)
-                    at.append(e)
-                    values.append(float(v))
-                    devices.append(dev)
-        if names:
-            self.memory.append((self.index, (names, self._ns(at, "ts", chunk), values, devices)))
-
-    # -- at the end
-
-    # -- the rows in the file's order, and two readers' rows together
-
-    def ordered(self, table: str) -> list[Any]:
-        """The parts of *table* (``gpu``, ``host``, ``gpu_user``, ``counters``, ``memory``,
-        ``metas``) in chunk order."""
-        parts: list[tuple[int, Any]] = getattr(self, table)
-        return [part for _, part in sorted(parts, key=itemgetter(0))]
-
-    def empty_part(self, table: str) -> Part:
-        """A part with no rows of *table* (``gpu``, ``host`` or ``gpu_user``)."""
-        empty = _Activities(
-            [], [], _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, _EMPTY_INTS, {}
+        counters = _ordered(self.counters) + _ordered(self.memory)
+        if not self.n_acts and not counters:
+            raise InputError(
+                "trace holds no events (no activity or counter events)", path=self.path
+            )
+        assert self.top is not None  # the last chunk was added
+        last: dict[Any, MEvent] = {}
+        for chunk_metas in _ordered(self.metas):
+            last.update(chunk_metas)
+        empty = Activities([], [], EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, {})
+        return RowParts(
+            path=self.path,
+            top=self.top,
+            names=list(self.names),
+            cats=list(self.cats),
+            gpu=_ordered(self.gpu) or [self._gpu_part(empty, EMPTY_INTS)],
+            host=_ordered(self.host) or [self._host_part(empty, EMPTY_INTS)],
+            gpu_user=_ordered(self.gpu_user) or [gpu_user_part(empty, EMPTY_INTS)],
+            counters=counters,
+            processes=_process_thread_names(list(last.values()), self.path),
+            chunks=self.chunks,
         )
-        if table == "gpu":
-            return self._gpu_part(empty, _EMPTY_INTS)
-        if table == "host":
-            return self._host_part(empty, _EMPTY_INTS)
-        return _gpu_user_part(empty, _EMPTY_INTS)
 
     def state(self) -> dict[str, Any]:
         """What :meth:`merge` needs of these rows (plain values: picklable)."""
@@ -410,6 +375,7 @@ class Rows:
             "memory": self.memory,
             "metas": metas,
             "n_acts": self.n_acts,
+            "top": self.top,
         }
 
     def merge(self, state: dict[str, Any]) -> None:
@@ -433,118 +399,95 @@ class Rows:
             }
             self.metas.append((index, last))
         self.n_acts += state["n_acts"]
+        if self.top is None:
+            self.top = state["top"]
 
 
-_EMPTY_INTS = np.zeros(0, dtype=np.int64)
+def _ordered(parts: list[tuple[int, Any]]) -> list[Any]:
+    """The parts (each keyed by its chunk's index) in chunk order."""
+    return [part for _, part in sorted(parts, key=itemgetter(0))]
 
 
-class _Activities:
-    """One chunk's activity rows and the columns every table takes from them."""
+def _process_thread_names(rows: list[MEvent], path: Path) -> dict[str, Any]:
+    """``process_names`` {pid: name}, ``process_labels`` {pid: labels}, ``thread_names``
+    {pid: {tid: name}} from the last ``M`` event of each (name, pid, tid).
 
-    def __init__(
-        self,
-        acts: list[XEvent],
-        args: list[Any],
-        name: np.ndarray,
-        cat: np.ndarray,
-        start: np.ndarray,
-        end: np.ndarray,
-        stream: np.ndarray,
-        comms: dict[int, dict[str, Any]],
-    ) -> None:
-        self.acts = acts
-        self.args = args
-        self.name = name
-        self.cat = cat
-        self.start = start
-        self.end = end
-        self.stream = stream
-        self.comms = comms
-        self.pid = _ints([e.pid for e in acts])
-        self.tid = _ints([e.tid for e in acts])
-        self.correlation = _ints([a.correlation for a in args])
-        self.external_id = _external_ids(args)
-
-    def rows(self, idx: np.ndarray) -> tuple[list[XEvent], list[Any]]:
-        """The events and ``args`` at *idx*."""
-        return _pick(self.acts, idx), _pick(self.args, idx)
-
-    def args_at(self, idx: np.ndarray) -> list[Any]:
-        """The ``args`` at *idx*."""
-        return _pick(self.args, idx)
-
-    def comm(self, idx: np.ndarray) -> list[dict[str, Any] | None]:
-        """``comm_args`` of the rows at *idx* (sorted positions)."""
-        out: list[dict[str, Any] | None] = [None] * len(idx)
-        if self.comms:
-            hits = np.fromiter(self.comms, np.int64, len(self.comms))
-            at = np.searchsorted(idx, hits)
-            for i, j in zip(hits.tolist(), at.tolist(), strict=True):
-                if j < len(idx) and idx[j] == i:
-                    out[j] = self.comms[i]
-        return out
+    Raises:
+        InputError: the ``args`` of one of these events is not an object.
+    """
+    procs: dict[Any, str] = {}
+    labels: dict[Any, str] = {}
+    threads: dict[Any, dict[Any, str]] = {}
+    for e, a in zip(rows, decode_meta_args(rows, path), strict=True):
+        if e.name == "process_name" and isinstance(a.name, str):
+            procs[e.pid] = a.name
+        elif e.name == "process_labels" and isinstance(a.labels, str):
+            labels[e.pid] = a.labels
+        elif e.name == "thread_name" and isinstance(a.name, str):
+            threads.setdefault(e.pid, {})[e.tid] = a.name
+    return {"process_names": procs, "process_labels": labels, "thread_names": threads}
 
 
-def _pick(values: list[Any], idx: np.ndarray) -> list[Any]:
-    if len(idx) < 2:
-        return [values[i] for i in idx.tolist()]
-    return list(itemgetter(*idx.tolist())(values))
+@dataclass
+class RowParts:
+    """A file's rows, ready to become its tables (:func:`collectors.kineto.tables.build_trace`,
+    which consumes the part lists)."""
+
+    path: Path
+    top: KinetoFile
+    """The file's top-level keys."""
+    names: list[str]
+    """Event names by id (the ``name`` columns of the parts hold ids)."""
+    cats: list[str]
+    """Categories by id (the ``cat`` column of host parts)."""
+    gpu: list[Part]
+    host: list[Part]
+    gpu_user: list[Part]
+    """Each table's parts in chunk order (at least one, maybe empty)."""
+    counters: list[CounterPart]
+    """Counter rows, then ``[memory]`` rows, each in chunk order."""
+    processes: dict[str, Any]
+    """:func:`_process_thread_names`."""
+    chunks: int
+    """Chunks this process decoded."""
 
 
-def _gpu_user_part(cols: _Activities, idx: np.ndarray) -> dict[str, Any]:
-    tid = cols.tid[idx]
-    stream = cols.stream[idx]
-    return {
-        "name": cols.name[idx],
-        "start_ns": cols.start[idx],
-        "end_ns": cols.end[idx],
-        "pid": cols.pid[idx],
-        "tid": tid,
-        "stream": np.where(stream != -1, stream, tid),
-    }
+def read_rows(path: Path, include_python: bool) -> RowParts:
+    """Every row of *path*, read by this process: chunk by chunk, else (the text does not suit
+    the chunked reader, or is malformed) from the whole text at once, which reports errors.
+
+    Raises:
+        InputError: unreadable file, corrupt gzip, invalid JSON, not a Kineto trace, malformed
+            ``args``, no events.
+    """
+    try:
+        rows = read_chunks(path, include_python)
+    except Fallback:
+        rows = _collect(whole_chunks(path), Rows(path, include_python))
+    return rows.parts()
 
 
-def _ints(values: list[Any]) -> np.ndarray:
-    """int64 column: integers kept (uint64 beyond int64 → -1), anything else → -1."""
-    arr = np.array(values) if values else np.empty(0, dtype=np.int64)
-    if arr.dtype.kind == "i":
-        return arr.astype(np.int64, copy=False)
-    out = [v if v.__class__ is int and -(2**63) <= v < 2**63 else -1 for v in values]
-    return np.array(out, dtype=np.int64)
+def read_chunks(
+    path: Path, include_python: bool, *, claimed: Any = None, ends: list[int] | None = None
+) -> Rows:
+    """The rows of the chunks of *path* this process decodes: all, or with *claimed* (the
+    shared ``multiprocessing.Value`` of a parallel read: chunks claimed so far) those it claims
+    (:class:`ChunkClaims`); *ends* as in :func:`stream_chunks`.
+
+    Raises:
+        Fallback: the text needs the whole-text reader (including every malformed file).
+    """
+    owned = None if claimed is None else ChunkClaims(claimed)
+    try:
+        return _collect(stream_chunks(path, owned=owned, ends=ends), Rows(path, include_python))
+    except InputError:
+        raise Fallback from None
 
 
-def _floats(values: list[Any]) -> np.ndarray:
-    """float64 column: numbers kept, anything else → NaN."""
-    arr = np.array(values) if values else np.empty(0, dtype=np.float64)
-    if arr.dtype.kind in "if":
-        return arr.astype(np.float64, copy=False)
-    out = [v if v.__class__ in (int, float) else np.nan for v in values]
-    return np.array(out, dtype=np.float64)
-
-
-def _triples(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x, y, z) int64 columns from ``[x, y, z]`` lists; anything else → -1."""
-    out = np.full((len(values), 3), -1, dtype=np.int64)
-    has = [i for i, v in enumerate(values) if v.__class__ is list]
-    if has:
-        try:
-            arr = np.array([values[i] for i in has])
-        except ValueError:
-            arr = np.empty(0)
-        if arr.dtype.kind == "i" and arr.ndim == 2 and arr.shape[1] == 3:
-            out[has] = arr
-        else:
-            for i in has:
-                v = values[i]
-                if len(v) == 3 and all(x.__class__ is int for x in v):
-                    out[i] = v
-    return out[:, 0], out[:, 1], out[:, 2]
-
-
-def _external_ids(args: list[Any]) -> np.ndarray:
-    """``External id`` (2022 traces: ``external id``), -1 when absent."""
-    ext = _ints([a.external_id for a in args])
-    if (ext == -1).any():
-        old = _ints([a.external_id_2022 for a in args])
-        ext = np.where(ext == -1, old, ext)
-    return ext
+def _collect(chunks: Iterator[Chunk | None], rows: Rows) -> Rows:
+    """*rows* with every decoded chunk of *chunks* added (None: a chunk another process has)."""
+    for index, chunk in enumerate(chunks):
+        if chunk is not None:
+            rows.add(chunk, index)
+        del chunk  # not alive while the next one decodes
+    return rows

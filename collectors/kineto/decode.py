@@ -1,4 +1,4 @@
-"""Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON and exact µs → ns conversion.
+"""Typed decoding of Kineto (PyTorch-profiler) Chrome-trace JSON: the Structs every stage passes on.
 
 Only the fields the trace model needs are decoded (msgspec Structs; unknown keys are skipped
 without building dicts).  Events decode into a union tagged by ``ph`` (:data:`EVENTS`): ``X``
@@ -7,41 +7,25 @@ counters, instants, and an empty Struct for every other phase.  Values whose typ
 between producers (``args.stream`` is an int on CUDA and the string ``"0x0"`` on ROCm; ``grid``
 is a list on kernels and a string on Inductor's launcher ops) are typed ``Any`` and normalized
 column by column afterwards.  Files that do not fit the typed union (unknown ``ph``, ``args``
-that are not objects) are decoded with the generic :class:`Event` instead.
+that are not objects) are decoded with the generic :class:`Event` instead.  Times that floats
+cannot hold exactly are decoded again as decimals (:func:`exact_times`).  Only
+:mod:`collectors.kineto.stream` calls the decoders.
 """
 
 from __future__ import annotations
 
 import operator
-import os
-import zlib
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from types import GenericAlias
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
-from numpy.typing import NDArray
 
 from collectors.errors import InputError
-
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def gzip_isize(path: Path) -> int | None:
-    """The uncompressed size a gzip file's trailer records (ISIZE: modulo 2**32, of the last
-    member only, so an estimate), or None when *path* is not gzip (or too short to be).
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    with path.open("rb") as f:
-        if f.read(2) != GZIP_MAGIC or f.seek(0, os.SEEK_END) < 18:  # header + trailer
-            return None
-        f.seek(-4, os.SEEK_END)
-        return int.from_bytes(f.read(4), "little")
-
 
 COMM_KEYS: tuple[str, ...] = (
     "Collective name",
@@ -153,48 +137,7 @@ COMM_SCAN: tuple[bytes, ...] = (
     b'"Process Group ',
 )
 """Text counted in each chunk: it holds a :data:`COMM_MARKERS` key when this occurs (one scan
-finds the four ``Process Group ...`` keys)."""
-
-
-def comm_scan(args: list[Any]) -> tuple[list[int], int]:
-    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
-    many such keys they have in all."""
-    some = [
-        i
-        for i, a in enumerate(args)
-        if a.collective_name
-        or a.comms_id
-        or a.in_msg_nelems
-        or a.pg_id
-        or a.pg_name
-        or a.pg_description
-        or a.pg_ranks
-    ]
-    found = 0
-    for i in some:
-        a = args[i]
-        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
-        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
-    return some, found
-
-
-def has_comm_marker(a: Any) -> bool:
-    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
-    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
-
-
-def _check_comm_fields() -> None:
-    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
-    access by name is several times faster) are those of the keys they stand for."""
-    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
-    scan = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
-    scan += ("pg_description", "pg_ranks")
-    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
-    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
-        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
-
-
-_check_comm_fields()
+finds the four ``Process Group ...`` keys; :func:`collectors.kineto.stream.comm_scan`)."""
 
 
 class MetaArgs(msgspec.Struct, gc=False):
@@ -277,10 +220,15 @@ def _union(x: type) -> Any:
     return reduce(operator.or_, (x, MEvent, CEvent, IEvent, _IEventUpper, *_SKIP_TYPES))
 
 
-EVENTS = msgspec.json.Decoder(list[_union(XEvent)])
+def _list_of(item: Any) -> Any:
+    """``list[item]`` for an item type built at run time."""
+    return GenericAlias(list, (item,))
+
+
+EVENTS = msgspec.json.Decoder(_list_of(_union(XEvent)))
 """Decodes a JSON array of events into typed Structs by ``ph`` (unknown ``ph``, a missing
 ``ph`` or an ``args`` of the wrong shape raise ``ValidationError``: use :data:`GENERIC_EVENTS`)."""
-EVENTS_COMM = msgspec.json.Decoder(list[_union(XEventComm)])
+EVENTS_COMM = msgspec.json.Decoder(_list_of(_union(XEventComm)))
 
 
 class Event(msgspec.Struct, gc=False):
@@ -332,9 +280,9 @@ def _top_with(events: Any) -> msgspec.json.Decoder:
 
 HEAD = _top_with(Any)
 """The keys before ``traceEvents`` (decoded from that text + ``"traceEvents":[]}``)."""
-TAIL = _top_with(list[_union(XEvent)])
+TAIL = _top_with(_list_of(_union(XEvent)))
 """The last events and the keys after ``traceEvents`` (``{"traceEvents":[`` + the rest)."""
-TAIL_COMM = _top_with(list[_union(XEventComm)])
+TAIL_COMM = _top_with(_list_of(_union(XEventComm)))
 TAIL_GENERIC = _top_with(list[Event])
 
 
@@ -349,11 +297,17 @@ def merge_top(head: Any, tail: Any) -> KinetoFile:
     return KinetoFile(traceEvents=[], **values)
 
 
+class RawArgsEvent(Protocol):
+    """An event whose ``args`` are still undecoded (:class:`Event`, :class:`MEvent`)."""
+
+    args: msgspec.Raw
+
+
 _DECODER = msgspec.json.Decoder(KinetoFile)
 _BATCH_DECODERS: dict[type, msgspec.json.Decoder] = {}
 
 
-def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
+def decode_args(events: Sequence[RawArgsEvent], struct: type, path: Path) -> list[Any]:
     """Decode the ``args`` of *events* into *struct* instances with one decoder call.
 
     Raises:
@@ -363,7 +317,7 @@ def decode_args(events: list[Event], struct: type, path: Path) -> list[Any]:
 
 
 def decode_args_joined(
-    events: list[Event], struct: type, path: Path
+    events: Sequence[RawArgsEvent], struct: type, path: Path
 ) -> tuple[list[Any], bytes, np.ndarray]:
     """:func:`decode_args`, also returning the joined ``args`` text and each event's offset in it
     (for :func:`comm_args`)."""
@@ -371,7 +325,7 @@ def decode_args_joined(
         return [], b"[]", np.zeros(0, dtype=np.int64)
     dec = _BATCH_DECODERS.get(struct)
     if dec is None:
-        dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(list[struct])
+        dec = _BATCH_DECODERS[struct] = msgspec.json.Decoder(_list_of(struct))
     parts = [e.args or b"{}" for e in events]
     joined = b"[" + b",".join(parts) + b"]"
     lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
@@ -403,47 +357,6 @@ def comm_args(events: list[Event], joined: bytes, offsets: np.ndarray) -> dict[i
         if isinstance(args, dict):
             out[i] = {k: args[k] for k in COMM_KEYS if k in args}
     return out
-
-
-def read_bytes(path: Path) -> bytes:
-    """The file's JSON text, gunzipped when it starts with the gzip magic bytes.
-
-    Raises:
-        InputError: missing/unreadable file, truncated or corrupt gzip data.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a Kineto trace file", path=path) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", path=path) from None
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, path)
-    return data
-
-
-def _gunzip(data: bytes, path: Path) -> bytes:
-    """Decompress (possibly multi-member) gzip data; zlib checks each member's CRC and size.
-
-    Raises:
-        InputError: truncated or corrupt data.
-    """
-    parts = []
-    rest = data
-    while rest[:2] == GZIP_MAGIC:
-        d = zlib.decompressobj(wbits=31)
-        try:
-            parts.append(d.decompress(rest))
-        except zlib.error as e:
-            raise InputError(f"corrupt gzip data: {e}", path=path) from None
-        if not d.eof:
-            raise InputError("truncated gzip data (file cut short?)", path=path)
-        rest = d.unused_data
-    if rest.strip(b"\0"):
-        raise InputError("corrupt gzip data: trailing bytes after the last member", path=path)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decode(data: bytes, path: Path) -> KinetoFile:
@@ -482,50 +395,6 @@ def _describe(data: bytes) -> str:
     return f"top-level JSON {type(obj).__name__}, expected an object with 'traceEvents'"
 
 
-EXACT_FLOAT_LIMIT_US = 2.0**43
-"""Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
-recovered exactly by :func:`us_to_ns`'s float path."""
-
-
-class InexactTimes(Exception):
-    """Float microsecond values too large for the float path to recover their decimal text."""
-
-
-def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
-    """Exact integer nanoseconds from Kineto microsecond values (as decoded by msgspec).
-
-    Integers are multiplied by 1000 exactly.  Floats are split into their integer part
-    (``np.floor``; the subtraction ``x - floor(x)`` is exact in binary floating point) and the
-    fraction, which is rounded to the nearest nanosecond.  This reproduces the decimal text
-    exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days; Kineto's
-    ns-resolution traces use a clock that starts at boot).  Larger non-integral floats (epoch
-    microseconds with decimals) raise :class:`InexactTimes`; the caller then re-reads the
-    values as exact decimals (:func:`exact_times`).
-
-    Raises:
-        InputError: a value is not a number.
-        InexactTimes: see above.
-    """
-    if not values:
-        return np.empty(0, dtype=np.int64)
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError, OverflowError):
-        arr = np.asarray(values, dtype=object)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64) * 1000
-    if arr.dtype.kind == "f":
-        whole = np.floor(arr)
-        if not np.isfinite(arr).all():
-            raise InputError(f"event '{what}' holds a non-finite number", path=path)
-        if np.abs(arr).max() >= EXACT_FLOAT_LIMIT_US and (arr != whole).any():
-            raise InexactTimes(what)
-        frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
-        return whole.astype(np.int64) * 1000 + frac_ns
-    bad = next((v for v in values if type(v) not in (int, float)), None)
-    raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
-
-
 class ExactEvent(msgspec.Struct, gc=False):
     """An event's times as exact decimals, and what decides whether it is an activity row."""
 
@@ -556,8 +425,3 @@ def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEv
         return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
         raise InputError(f"event time is not a number ({e})", path=path) from None
-
-
-def decimal_us_to_ns(values: list[Decimal | None]) -> NDArray[np.int64]:
-    """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
-    return np.array([int(v.scaleb(3).to_integral_value()) for v in values], dtype=np.int64)

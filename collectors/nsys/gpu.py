@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
-from collectors.nsys_strings import categorical, concat_categoricals, lookup
+from collectors.nsys.schema import NsysDb
+from collectors.nsys.strings import categorical, concat_categoricals, lookup
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -104,12 +104,14 @@ Columns = dict[str, Any]
 CATEGORICAL = ("name", "kind", "copy_kind", "_short")
 
 
-def _rows(cols: dict[str, np.ndarray], kind: str, name: pd.Categorical) -> Columns:
+def _rows(cols: Columns, kind: str, name: pd.Categorical[Any]) -> Columns:
     n = len(cols["start_ns"])
     stream = cols["stream"]
     cols["stream"] = np.where(stream == NO_STREAM, -1, stream)
     cols["name"] = name
-    cols["kind"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[kind])
+    cols["kind"] = pd.Categorical.from_codes(
+        np.zeros(n, dtype=np.int8), categories=pd.Index([kind])
+    )
     return cols
 
 
@@ -172,7 +174,9 @@ def read_memset(db: NsysDb) -> Columns:
     db.require(MEMSET, (*COMMON, "bytes"))
     cols = db.int_columns(MEMSET, {**_COMMON_MAP, "bytes": "bytes"})
     n = len(cols["start_ns"])
-    name = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=["[CUDA memset]"])
+    name = pd.Categorical.from_codes(
+        np.zeros(n, dtype=np.int8), categories=pd.Index(["[CUDA memset]"])
+    )
     return _rows(cols, "memset", name)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.schema import NsysDb
 
 MEMORY_USAGE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
 ALLOCATED = "cuda_memory_allocated_bytes"

@@ -35,7 +35,7 @@ import re
 from typing import Any
 
 from collectors.model import DeviceInfo
-from collectors.nsys_schema import NsysDb
+from collectors.nsys.schema import NsysDb
 
 RANK_VARIABLES = (
     "RANK",

@@ -1,4 +1,4 @@
-"""Kineto / PyTorch-profiler trace reader: ``*.json`` / ``*.json.gz`` → one :class:`Trace` per rank.
+"""The tables stage of the Kineto reader: a file's rows (:class:`RowParts`) → one Trace.
 
 The mapping is HTA-compatible (reference/metrics.md §1–2) and documented in full in
 ``docs/kineto-reader.md``.  In short:
@@ -10,33 +10,24 @@ The mapping is HTA-compatible (reference/metrics.md §1–2) and documented in f
 * ``gpu_user_annotation`` rows go to ``annotations`` (kind ``gpu_user``);
 * every other row goes to ``host`` (``python_function`` only with ``include_python=True``);
   ``ProfilerStep#N`` rows are also ``step`` annotations, other ``user_annotation`` rows ``user``;
-* times are exact integer nanoseconds (:func:`collectors.kineto_decode.us_to_ns`).
+* times are exact integer nanoseconds (:func:`collectors.kineto.columns.us_to_ns`).
+
+The rows are split into tables chunk by chunk (:mod:`collectors.kineto.rows`); here each table's
+parts are concatenated, names become categoricals, annotations are derived from the host rows,
+and the metadata (rank, devices, process names) is read from the file's top-level keys.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from collectors import kineto_parallel
-from collectors.errors import InputError
-from collectors.kineto_decode import (
-    KinetoFile,
-    MetaArgs,
-    MEvent,
-    decode_args,
-)
-from collectors.kineto_rows import KINDS, Rows
-from collectors.kineto_stream import Chunk, Fallback, stream_chunks, whole_chunks
-from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
-
-ProgressFn = Callable[[int, int, str], None]
+from collectors.kineto.rows import RowParts
+from collectors.model import GPU_KINDS, DeviceInfo, Trace, TraceMeta, make_trace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)")
 
@@ -47,75 +38,6 @@ RANK_NAME_RES = (
 """Rank from a file name: ``rank-3``, ``rank_3``, ``rank3`` (any case, anywhere in the name,
 ``rank`` not preceded by a letter), else ``NAME.3.json[.gz]`` (1–5 digits right before
 ``.json``, so that PIDs and timestamps elsewhere in torch's default names never match)."""
-
-
-# --------------------------------------------------------------------------------------------
-# public API
-
-
-def read_kineto_files(paths: Sequence[Path], *, progress: ProgressFn | None = None) -> list[Trace]:
-    """Read per-rank Kineto files; one Trace per file, sorted by rank.
-
-    The rank of each file comes from ``distributedInfo.rank``, else from its name
-    (:data:`RANK_NAME_RES`), else 0.  ``progress(done, total, label)`` is called after each file.
-
-    Raises:
-        InputError: a file is unreadable or not a trace, or two files claim the same rank.
-    """
-    unique: list[Path] = []
-    seen: set[Path] = set()
-    for p in map(Path, paths):
-        key = p.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    traces: list[Trace] = []
-    owner: dict[int, Trace] = {}
-    for i, p in enumerate(unique):
-        trace = read_kineto(p)
-        other = owner.get(trace.rank)
-        if other is not None:
-            raise InputError(
-                f"claims rank {trace.rank} ({trace.meta.rank_source}), as does "
-                f"{other.meta.source_path} ({other.meta.rank_source}); pass one file per rank "
-                "or name the files rank-N",
-                path=p,
-            )
-        owner[trace.rank] = trace
-        traces.append(trace)
-        if progress is not None:
-            progress(i + 1, len(unique), p.name)
-    return sorted(traces, key=lambda t: t.rank)
-
-
-def read_kineto(
-    path: str | Path,
-    *,
-    rank: int | None = None,
-    include_python: bool = False,
-    parallel: bool | None = None,
-) -> Trace:
-    """Read one Kineto trace file (``.json`` or gzip-compressed) into a :class:`Trace`.
-
-    *rank* overrides the rank found in the file; ``python_function`` events are skipped
-    unless *include_python*.  *parallel*: read with a helper process
-    (:mod:`collectors.kineto_parallel`; None: when that pays off); the Trace is the same.
-
-    Raises:
-        InputError: missing file, corrupt gzip, invalid JSON, not a Kineto trace, no events.
-    """
-    path = Path(path)
-    if parallel or (parallel is None and kineto_parallel.wanted(path)):
-        try:
-            rows, top = kineto_parallel.read_rows(path, include_python)
-        except Fallback:
-            pass  # read serially: it reports what is wrong
-        else:
-            return finish(rows, top, rank)
-    try:
-        return _read(stream_chunks(path), path, rank, include_python, streaming=True)
-    except Fallback:
-        return _read(whole_chunks(path), path, rank, include_python, streaming=False)
 
 
 def rank_from_filename(name: str) -> int | None:
@@ -131,66 +53,31 @@ def rank_from_filename(name: str) -> int | None:
 # building the tables
 
 
-def _read(
-    chunks: Iterator[Chunk | None],
-    path: Path,
-    rank: int | None,
-    include_python: bool,
-    *,
-    streaming: bool,
-) -> Trace:
-    """Tables from *chunks*; when *streaming*, an InputError means: read the file whole."""
-    rows = Rows(path, include_python)
-    top: KinetoFile | None = None
-    try:
-        for index, chunk in enumerate(chunks):
-            assert chunk is not None  # every chunk is decoded (no owned= filter)
-            rows.add(chunk, index)
-            if chunk.top is not None:
-                top = chunk.top
-            del chunk  # not alive while the next one decodes
-    except InputError:
-        if streaming:
-            raise Fallback from None
-        raise
-    assert top is not None
-    return finish(rows, top, rank)
-
-
-def finish(rows: Rows, top: KinetoFile, rank: int | None) -> Trace:
-    """The Trace of all of a file's *rows* and its top-level keys *top*.
-
-    Raises:
-        InputError: no activity or counter rows; malformed ``args`` of a metadata event.
-    """
-    parts = rows.ordered("counters") + rows.ordered("memory")
+def build_trace(parts: RowParts, rank: int | None) -> Trace:
+    """The Trace of a file's rows (*parts*, whose part lists it consumes); *rank* overrides the
+    rank the file records."""
     counters = {
-        "name": [n for p in parts for n in p[0]],
-        "ts_ns": np.concatenate([p[1] for p in parts]) if parts else _EMPTY_INTS,
-        "value": np.array([v for p in parts for v in p[2]], dtype=np.float64),
-        "device": np.array([d for p in parts for d in p[3]], dtype=np.int64),
+        "name": [n for p in parts.counters for n in p[0]],
+        "ts_ns": np.concatenate([p[1] for p in parts.counters]) if parts.counters else _EMPTY_INTS,
+        "value": np.array([v for p in parts.counters for v in p[2]], dtype=np.float64),
+        "device": np.array([d for p in parts.counters for d in p[3]], dtype=np.int64),
     }
-    if not rows.n_acts and not parts:
-        raise InputError("trace holds no events (no activity or counter events)", path=rows.path)
-    names = np.array(list(rows.names), dtype=object)
-    cats = np.array(list(rows.cats), dtype=object)
-    gpu = _concat(rows.ordered("gpu") or [rows.empty_part("gpu")])
-    rows.gpu.clear()
+    names = np.array(parts.names, dtype=object)
+    cats = np.array(parts.cats, dtype=object)
+    gpu = _concat(parts.gpu)
+    parts.gpu.clear()  # not alive while the next table is built
     gpu["name"] = _categorical(gpu["name"], names)
-    gpu["kind"] = _categorical(gpu["kind"], np.array(KINDS, dtype=object))
+    gpu["kind"] = _categorical(gpu["kind"], np.array(GPU_KINDS, dtype=object))
     gpu["copy_kind"] = pd.Categorical(gpu["copy_kind"])
-    host = _concat(rows.ordered("host") or [rows.empty_part("host")])
-    rows.host.clear()
+    host = _concat(parts.host)
+    parts.host.clear()
     host["name"] = _categorical(host["name"], names)
     host["cat"] = _categorical(host["cat"], cats)
     _mark_collectives(host)
-    gpu_user = _concat(rows.ordered("gpu_user") or [rows.empty_part("gpu_user")])
+    gpu_user = _concat(parts.gpu_user)
     gpu_user["name"] = names[gpu_user["name"]].tolist()
     annotations = _annotation_columns(host, gpu_user)
-    last: dict[Any, MEvent] = {}
-    for chunk_metas in rows.ordered("metas"):
-        last.update(chunk_metas)
-    meta = _meta(top, rows.path, rank, list(last.values()), set(rows.cats))
+    meta = _meta(parts, rank)
     return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
 
 
@@ -262,9 +149,8 @@ def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[
 # metadata
 
 
-def _meta(
-    doc: KinetoFile, path: Path, rank: int | None, metas: list[MEvent], cats: set[str]
-) -> TraceMeta:
+def _meta(parts: RowParts, rank: int | None) -> TraceMeta:
+    doc, path = parts.top, parts.path
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     info_rank = _as_int(info.get("rank")) if info else None
     name_rank = rank_from_filename(path.name)
@@ -292,7 +178,7 @@ def _meta(
         value = getattr(doc, key)
         if value is not None:
             extra[key] = value
-    extra.update(_process_thread_names(metas, path))
+    extra.update(parts.processes)
 
     base = doc.baseTimeNanoseconds
     return TraceMeta(
@@ -304,7 +190,7 @@ def _meta(
         rank_source=source,
         hostname=doc.host_name if isinstance(doc.host_name, str) else None,
         base_time_ns=base if base.__class__ is int else None,
-        devices=_devices(doc.deviceProperties, cats),
+        devices=_devices(doc.deviceProperties, set(parts.cats)),
         extra=extra,
     )
 
@@ -315,22 +201,6 @@ def _as_int(v: Any) -> int | None:
     if isinstance(v, str) and v.strip().lstrip("-").isdigit():
         return int(v)
     return None
-
-
-def _process_thread_names(rows: list[MEvent], path: Path) -> dict[str, Any]:
-    """``process_names`` {pid: name}, ``process_labels`` {pid: labels}, ``thread_names``
-    {pid: {tid: name}} from the last ``M`` event of each (name, pid, tid)."""
-    procs: dict[Any, str] = {}
-    labels: dict[Any, str] = {}
-    threads: dict[Any, dict[Any, str]] = {}
-    for e, a in zip(rows, decode_args(rows, MetaArgs, path), strict=True):
-        if e.name == "process_name" and isinstance(a.name, str):
-            procs[e.pid] = a.name
-        elif e.name == "process_labels" and isinstance(a.labels, str):
-            labels[e.pid] = a.labels
-        elif e.name == "thread_name" and isinstance(a.name, str):
-            threads.setdefault(e.pid, {})[e.tid] = a.name
-    return {"process_names": procs, "process_labels": labels, "thread_names": threads}
 
 
 _DEVICE_FIELDS = {
@@ -375,9 +245,10 @@ def _devices(props: Any, cats: set[str]) -> list[DeviceInfo]:
         return []
     out = []
     for p in props:
-        if not isinstance(p, dict) or _as_int(p.get("id")) is None:
+        dev_id = _as_int(p.get("id")) if isinstance(p, dict) else None
+        if dev_id is None:
             continue
         name = p.get("name") if isinstance(p.get("name"), str) else None
         fields = {f: p[k] for k, f in _DEVICE_FIELDS.items() if k in p and p[k].__class__ is int}
-        out.append(DeviceInfo(id=_as_int(p["id"]), name=name, vendor=_vendor(name, cats), **fields))
+        out.append(DeviceInfo(id=dev_id, name=name, vendor=_vendor(name, cats), **fields))
     return out

@@ -139,7 +139,12 @@ def parse_collectives(spec: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _torch() -> Any:
+def torch_distributed() -> Any:
+    """torch, once torch.distributed is known to be available.
+
+    Raises:
+        MissingDependencyError: torch is absent or has no torch.distributed.
+    """
     try:
         import torch
         import torch.distributed as dist
@@ -290,7 +295,7 @@ def run_commbench(config: BenchConfig) -> list[NcclTestsLog]:
         MissingDependencyError: torch / torch.distributed absent.
         UsageError: the process group is not initialized, or a bad dtype.
     """
-    torch = _torch()
+    torch = torch_distributed()
     dist = torch.distributed
     if not dist.is_initialized():
         raise UsageError("torch.distributed is not initialized (launch under torchrun)")
@@ -418,8 +423,9 @@ def format_text(logs: Sequence[NcclTestsLog]) -> str:
             "            (us)  (GB/s)  (GB/s)",
         ]
         bus_all = []
-        for (size, count), grp in r.groupby(["size_bytes", "count"], sort=False):
+        for _, grp in r.groupby(["size_bytes", "count"], sort=False):
             first = grp.iloc[0]
+            size, count = int(first["size_bytes"]), int(first["count"])
             ty = _NCCL_TESTS_TYPE.get(str(first["dtype"]), str(first["dtype"]))
             line = f"{int(size):12d}  {int(count):12d}  {ty:>8s}  {first['redop']:>6s}  " + (
                 f"{int(first['root']):6d}"

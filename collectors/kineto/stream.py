@@ -1,9 +1,10 @@
-"""Chunked reading of Kineto trace files: decompress in pieces, decode ``traceEvents`` a few MB
-at a time, so that neither the whole JSON text nor a Struct per event is ever held at once.
+"""Chunked reading of Kineto trace files: the text in pieces (:mod:`collectors.kineto.source`),
+``traceEvents`` decoded a few MB at a time, so that neither the whole JSON text nor a Struct per
+event is ever held at once.
 
 :func:`stream_chunks` finds ``"traceEvents": [`` in the text, decodes the keys before it, then cuts
 the array at event boundaries (``}`` ``,`` ``{``) into chunks of about :data:`CHUNK_BYTES` and
-decodes each one into typed Structs by ``ph`` (:data:`collectors.kineto_decode.EVENTS`).  The last
+decodes each one into typed Structs by ``ph`` (:data:`collectors.kineto.decode.EVENTS`).  The last
 chunk is decoded together with the keys after the array.  A cut that is not an event boundary
 (``}, {`` inside a string or a nested list) cannot decode, so a chunk that decodes is exactly the
 events the whole text holds; a chunk that does not is retried at the previous few cuts.  Anything
@@ -20,7 +21,6 @@ of the whole-text reader: only the ``args`` of the events that become rows must 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,14 @@ from typing import Any
 import msgspec
 
 from collectors.errors import InputError
-from collectors.kineto_decode import (
+from collectors.kineto.decode import (
+    COMM_FIELDS,
+    COMM_KEYS,
+    COMM_MARKER_KEYS,
     COMM_SCAN,
     EVENTS,
     EVENTS_COMM,
     GENERIC_EVENTS,
-    GZIP_MAGIC,
     HEAD,
     SKIP,
     TAIL,
@@ -45,8 +47,10 @@ from collectors.kineto_decode import (
     IEvent,
     KinetoFile,
     MemoryArgs,
+    MetaArgs,
     MEvent,
     XArgs,
+    XArgsComm,
     XEvent,
     XEventComm,
     comm_args,
@@ -55,19 +59,13 @@ from collectors.kineto_decode import (
     decode_args_joined,
     exact_times,
     merge_top,
-    read_bytes,
 )
-
-try:  # ISA-L's inflate: about 4x zlib's speed, the same gzip checks (CRC, length, members)
-    from isal import isal_zlib as _inflate
-except ImportError:  # pragma: no cover - platforms without an isal wheel
-    _inflate = zlib
+from collectors.kineto.source import Fallback, read_bytes, text_pieces
 
 CHUNK_BYTES = 2 << 20
 """Decode ``traceEvents`` in chunks of about this much JSON text."""
 PIECE_BYTES = 1 << 20
 """Decompress (or read) this much at a time."""
-_GZIP_BLOCK = 1 << 16
 HEAD_LIMIT = 16 << 20
 """Give up chunked reading when ``"traceEvents": [`` is not within this much text."""
 
@@ -87,8 +85,45 @@ META_NAMES = ("process_name", "thread_name", "process_labels")
 """The ``M`` events the model keeps."""
 
 
-class Fallback(Exception):
-    """The text does not suit the chunked reader: read it whole (:func:`whole_chunks`)."""
+def comm_scan(args: list[Any]) -> tuple[list[int], int]:
+    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
+    many such keys they have in all."""
+    some = [
+        i
+        for i, a in enumerate(args)
+        if a.collective_name
+        or a.comms_id
+        or a.in_msg_nelems
+        or a.pg_id
+        or a.pg_name
+        or a.pg_description
+        or a.pg_ranks
+    ]
+    found = 0
+    for i in some:
+        a = args[i]
+        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
+        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
+    return some, found
+
+
+def has_comm_marker(a: Any) -> bool:
+    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
+    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
+
+
+def _check_comm_fields() -> None:
+    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
+    access by name is several times faster) are those of the keys they stand for."""
+    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
+    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
+    scan += ("pg_description", "pg_ranks")
+    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
+    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
+        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
+
+
+_check_comm_fields()
 
 
 class _BadCut(Fallback):
@@ -105,7 +140,7 @@ class Chunk:
         comms: ``{position in events: comm dict}`` when known (from the generic decode, or
             ``{}`` when the text names no collective key), else None: then from the
             :class:`XArgsComm` fields when they account for all :attr:`markers`, else from
-            :meth:`generic_comms`.
+            a generic decode of the text (:meth:`comms_of`).
         markers: how many times :data:`COMM_SCAN` occurs in the text.
         top: the file's top-level keys, on the last chunk only.
     """
@@ -131,31 +166,68 @@ class Chunk:
         self.top: KinetoFile | None = None
         self.path = path
         self._exact = exact
-        self._exact_times: list[ExactEvent] | None = None
+        self._exact_times_memo: list[ExactEvent] | None = None
         self._where: dict[int, int] | None = None
 
-    def positions(self, rows: list[Any]) -> list[int]:
+    def comms_of(self, acts: list[Any], args: list[Any]) -> dict[int, dict[str, Any]]:
+        """``{row: comm dict}`` of the chunk's activity rows *acts* (with their *args*, in
+        order): the collective metadata of :func:`comm_args`."""
+        known = self.comms
+        if known is None:
+            # the XArgsComm fields, when they account for every COMM_SCAN text in the chunk: then
+            # no marker key hides in a string or a nested object of an activity's args (without
+            # a backslash in the text, each such field is one COMM_SCAN text: no \u escapes)
+            some, found = comm_scan(args)
+            assert self.text is not None
+            if found == self.markers and b"\\" not in self.text:
+                return {
+                    i: {
+                        k: msgspec.json.decode(raw)
+                        for k, f in zip(COMM_KEYS, COMM_FIELDS, strict=True)
+                        if (raw := getattr(args[i], f))
+                    }
+                    for i in some
+                    if has_comm_marker(args[i])
+                }
+            known = self._generic_comms()
+        if not known:
+            return {}
+        return {i: known[p] for i, p in enumerate(self._positions(acts)) if p in known}
+
+    def exact_values(self, rows: list[Any], field: str, *, acts: bool = False) -> list[Any]:
+        """*field* (``ts`` or ``dur``) of *rows* (events of this chunk; *acts*: all its activity
+        rows, in order) as exact decimals: the text is decoded a second time, once, when first
+        needed (:func:`exact_times`)."""
+        if acts:
+            ts, dur = self._exact_activity_times()
+            col = ts if field == "ts" else dur
+            if len(col) == len(rows):
+                return col
+        every = self._exact_times()
+        return [getattr(every[i], field) for i in self._positions(rows)]
+
+    def _positions(self, rows: list[Any]) -> list[int]:
         """Positions of *rows* (events of this chunk) in :attr:`events`."""
         if self._where is None:
             self._where = {id(e): i for i, e in enumerate(self.events)}
         where = self._where
         return [where[id(e)] for e in rows]
 
-    def exact_times(self) -> list[ExactEvent]:
+    def _exact_times(self) -> list[ExactEvent]:
         """Every event's times as exact decimals, by position (decoded once, when needed)."""
-        if self._exact_times is None:
+        if self._exact_times_memo is None:
             if self._exact is not None:
-                self._exact_times = self._exact()
+                self._exact_times_memo = self._exact()
             else:
                 assert self.text is not None
-                self._exact_times = exact_times(self.text, self.path, array=not self.tail)
-        return self._exact_times
+                self._exact_times_memo = exact_times(self.text, self.path, array=not self.tail)
+        return self._exact_times_memo
 
-    def exact_activity_times(self) -> tuple[list[Any], list[Any]]:
+    def _exact_activity_times(self) -> tuple[list[Any], list[Any]]:
         """Exact ``ts`` and ``dur`` of the activity rows, in order."""
         acts = [
             e
-            for e in self.exact_times()
+            for e in self._exact_times()
             if e.ph == "X"
             and e.dur is not None
             and e.ts is not None
@@ -164,11 +236,37 @@ class Chunk:
         ]
         return [e.ts for e in acts], [e.dur for e in acts]
 
-    def generic_comms(self) -> dict[int, dict[str, Any]]:
+    def _generic_comms(self) -> dict[int, dict[str, Any]]:
         """``{position: comm dict}`` as :func:`comm_args` finds them in the undecoded ``args``."""
         assert self.text is not None
         events = _decode_generic(self.text, self.tail)[0]
         return normalize(events, self.path)[1]
+
+
+def decode_meta_args(events: list[MEvent], path: Path) -> list[MetaArgs]:
+    """The ``args`` of metadata events (:class:`MEvent`, undecoded until the last event of each
+    (name, pid, tid) is known).
+
+    Raises:
+        InputError: an ``args`` value is not a JSON object.
+    """
+    return decode_args(events, MetaArgs, path)
+
+
+class ChunkClaims:
+    """Which chunks one process of a parallel read decodes (an *owned* of :func:`stream_chunks`):
+    chunk *index* is its own when no other process has claimed it yet.  *counter* is a shared
+    ``multiprocessing.Value`` (with its lock) of the chunks claimed so far, in order."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    def __call__(self, index: int) -> bool:
+        with self.counter.get_lock():
+            if self.counter.value != index:
+                return False  # another process has it
+            self.counter.value = index + 1
+            return True
 
 
 def stream_chunks(
@@ -176,7 +274,7 @@ def stream_chunks(
 ) -> Iterator[Chunk | None]:
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
-    With *owned* (a parallel read, :mod:`collectors.kineto_parallel`), only the chunks whose
+    With *owned* (a parallel read, :mod:`collectors.kineto.parallel`), only the chunks whose
     index (0, 1, ... in order; called once per chunk) it accepts are decoded; the others yield
     None and end at the last cut found, unchecked.
     *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
@@ -186,7 +284,7 @@ def stream_chunks(
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
     """
-    pieces = _pieces(path)
+    pieces = text_pieces(path, PIECE_BYTES)
     head = b""
     for piece in pieces:
         head += piece
@@ -363,41 +461,3 @@ def _decode_generic(text: bytes, tail: bool) -> tuple[list[Event], Any]:
         raise Fallback from None  # events that are not objects: the whole-text reader says so
     except msgspec.DecodeError:
         raise _BadCut from None
-
-
-def _pieces(path: Path) -> Iterator[bytes]:
-    """The file's JSON text in pieces, gunzipped (every member) when it starts with gzip magic.
-
-    Raises:
-        Fallback: unreadable file, corrupt or truncated gzip data.
-    """
-    try:
-        with path.open("rb") as f:
-            first = f.read(PIECE_BYTES)
-            if first[:2] != GZIP_MAGIC:
-                while first:
-                    yield first
-                    first = f.read(PIECE_BYTES)
-                return
-            data = first + f.read()
-    except OSError:
-        raise Fallback from None
-    while data[:2] == GZIP_MAGIC:  # one member after the other
-        d = _inflate.decompressobj(wbits=31)
-        pos = 0
-        while not d.eof:
-            block = d.unconsumed_tail
-            if not block:  # feed the input in blocks: each call copies its unconsumed tail
-                block = data[pos : pos + _GZIP_BLOCK]
-                pos += len(block)
-            try:
-                out = d.decompress(block, PIECE_BYTES)
-            except (zlib.error, _inflate.error):
-                raise Fallback from None
-            if out:
-                yield out
-            elif not d.eof and not d.unconsumed_tail and pos >= len(data):
-                raise Fallback  # truncated
-        data = d.unused_data + data[pos:]
-    if data.strip(b"\0"):
-        raise Fallback

@@ -10,6 +10,10 @@ The trace is exported when the window closes, or at :meth:`TorchCapture.stop` if
 ends (or is interrupted) inside it: first to an uncompressed temporary file, then gzip'd to
 ``traces/rank-<r>.pt.trace.json.gz`` and renamed into place, so a crash never leaves a
 half-written trace where the readers look.
+
+:class:`TorchBackend` runs one capture for a session (:mod:`profiler.backends.protocol`): the
+profiler is created one warm-up step before the window, not earlier, so that its per-step cost
+(a ``record_function`` per step) is paid only around the window.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from profiler.backends.protocol import SessionContext
 from profiler.config import StepWindow
 from profiler.regions import RegionRecorder
 
@@ -130,3 +135,82 @@ class TorchCapture:
                 self._on_saved(final)
         except Exception as e:  # recorded by the session, never raised into training
             self.error = f"trace export failed: {type(e).__name__}: {e}"
+
+
+class TorchBackend:
+    """The torch backend of a session: one :class:`TorchCapture` over its window."""
+
+    name = "torch"
+
+    def __init__(self, context: SessionContext) -> None:
+        self.context = context
+        self._capture: TorchCapture | None = None
+        self._launched = False
+        self._activities: list[str] | None = None
+        self._step = 0
+
+    def start(self, step: int, t_ns: int) -> None:
+        self._step = step
+        self._maybe_start()
+
+    def step(self, step: int, t_ns: int) -> None:
+        self._step = step
+        capture = self._capture
+        if capture is None:
+            self._maybe_start()
+            return
+        try:
+            capture.step()
+            if capture.error:
+                self.context.report("torch profiler", capture.error)
+                capture.error = None
+        except Exception as e:
+            self.context.report("torch profiler", e)
+            self._capture = None
+
+    def window_begin(self) -> None:
+        """Nothing to do: the profiler's schedule opens its window."""
+
+    def window_end(self, partial_until_ns: int | None) -> None:
+        """Nothing to do: the profiler exports its trace when its schedule ends."""
+
+    def stop(self, t_ns: int) -> None:
+        capture, self._capture = self._capture, None
+        if capture is None:
+            return
+        try:
+            capture.stop()
+            if capture.error:
+                self.context.report("torch profiler", capture.error)
+        except Exception as e:
+            self.context.report("torch profiler", e)
+
+    def cancel(self) -> None:
+        if self._capture is not None:
+            self._capture.stop()
+            self._capture = None
+        self._launched = False
+
+    def result(self) -> dict[str, Any]:
+        return {"torch_activities": self._activities}
+
+    def _maybe_start(self) -> None:
+        """Create the profiler when the running step is the window's warm-up step or in the
+        window (once)."""
+        if self._capture is not None or self._launched:
+            return
+        window = self.context.window
+        warmup = window.torch_schedule_args()["warmup"]
+        if not (window.start - warmup <= self._step < window.stop):
+            return
+        self._launched = True
+        try:
+            capture = TorchCapture(
+                window, self.context.trace_file, self.context.recorder, cuda=self.context.torch_cuda
+            )
+            capture.start(first_step=self._step)
+            self._capture = capture
+            self._activities = list(capture.activities)
+        except Exception as e:
+            self.context.report("torch profiler", e)
+            self._capture = None

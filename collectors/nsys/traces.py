@@ -1,4 +1,5 @@
-"""Nsight Systems reader: SQLite exports (and ``.nsys-rep`` via ``nsys export``) → Traces.
+"""The traces stage of the Nsight Systems reader: one export's tables → per-(process, device)
+parts, and the ranks of the parts of every export read together → Traces.
 
 One :class:`~collectors.model.Trace` per (process, device) that ran GPU work (a row in the
 kernel, memcpy, memset or synchronization table).  An export with no GPU activity gives one
@@ -7,7 +8,7 @@ trace per process that made CUDA API calls (or a single trace), with a note in
 
 Ranks (``meta.rank_source``):
 
-* ``nsys`` — recorded by the run (:mod:`collectors.nsys_devices`: an ``MPI Rank N`` thread, or
+* ``nsys`` — recorded by the run (:mod:`collectors.nsys.devices`: an ``MPI Rank N`` thread, or
   the launcher's rank variable in the captured environment), used when every trace has one and
   they are distinct;
 * ``default`` — otherwise: traces ordered by file (natural order of the file names, so
@@ -20,8 +21,6 @@ ranges are copied to each of its device traces.  See ``docs/nsys.md`` for every 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,24 +29,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
-from collectors.nsys_counters import read_counters
-from collectors.nsys_devices import (
-    RANK_VARIABLES,
-    WORLD_SIZE_VARIABLES,
-    capture_host,
-    devices,
-    env_rank,
-    launched_env,
-    mpi_rank_threads,
-    process_names,
-    session_start_utc_ns,
-)
-from collectors.nsys_export import export_rep
-from collectors.nsys_gpu import KERNEL, read_gpu_activity
-from collectors.nsys_host import read_api_calls, read_nvtx_ranges, thread_names
-from collectors.nsys_schema import NsysDb
-
-ProgressFn = Callable[[int, int, str], None]
+from collectors.nsys.tables import Columns, ExportTables
 
 NO_KERNELS_NOTE = (
     "no kernels in this export (CUPTI_ACTIVITY_KIND_KERNEL absent or empty): the kernel "
@@ -60,7 +42,7 @@ NO_GPU_NOTE = (
 
 
 @dataclass
-class _Part:
+class Part:
     """One future Trace before ranks are known."""
 
     path: Path
@@ -79,86 +61,21 @@ class _Part:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def read_nsys(path: str | Path, *, progress: ProgressFn | None = None) -> list[Trace]:
-    """Read one export (``.sqlite`` or ``.nsys-rep``) into Traces sorted by rank."""
-    p = Path(path)
-    if p.name.endswith(".nsys-rep"):
-        return read_nsys_files([], [p], progress=progress)
-    return read_nsys_files([p], [], progress=progress)
-
-
-def read_nsys_files(
-    sqlite_paths: Sequence[Path],
-    rep_paths: Sequence[Path],
-    *,
-    progress: ProgressFn | None = None,
-) -> list[Trace]:
-    """Read several exports as one run; ranks are assigned across all of them.
-
-    Raises:
-        InputError: a file is unreadable, not SQLite, truncated, locked, corrupt, not an nsys
-            export, or lacks a required table/column (the message names it).
-        MissingDependencyError: a ``.nsys-rep`` was given and ``nsys`` is not on PATH.
-    """
-    paths = [Path(p) for p in sqlite_paths] + [export_rep(Path(r)) for r in rep_paths]
-    paths = sorted(dict.fromkeys(paths), key=lambda p: [*_natural_key(p.name), str(p)])
-    parts: list[_Part] = []
-    for i, p in enumerate(paths):
-        if progress:
-            progress(i, len(paths), p.name)
-        parts += _read_file(p, i)
-    if progress:
-        progress(len(paths), len(paths), "done")
-    return _assign_ranks(parts)
-
-
-def _natural_key(name: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-
-Columns = dict[str, Any]
-"""A table as column arrays (int64 numpy arrays, pandas Categoricals, object arrays)."""
-
-
-def _as_columns(table: pd.DataFrame | Columns) -> Columns:
-    """Column arrays of a table, keeping categoricals as Categorical (no re-interning)."""
-    if isinstance(table, dict):
-        return table
-    return {
-        c: table[c].array
-        if isinstance(table[c].dtype, pd.CategoricalDtype)
-        else table[c].to_numpy()
-        for c in table.columns
-    }
-
-
 def _n(cols: Columns) -> int:
     return len(next(iter(cols.values()))) if cols else 0
 
 
-def _read_file(path: Path, order: int) -> list[_Part]:
-    with NsysDb(path) as db, db.errors():
-        gpu = read_gpu_activity(db)
-        host = _as_columns(read_api_calls(db))
-        nvtx = _as_columns(read_nvtx_ranges(db))
-        counters = _as_columns(read_counters(db))
-        gpus = devices(db)
-        procs = process_names(db)
-        threads = thread_names(db)
-        env = launched_env(db, RANK_VARIABLES + WORLD_SIZE_VARIABLES)
-        has_kernels = db.has(KERNEL) and bool(db.rows(f"SELECT 1 FROM {KERNEL} LIMIT 1"))
-        base = {
-            "source_version": db.schema_version,
-            "hostname": capture_host(db),
-            "base_time_ns": session_start_utc_ns(db),
-            "nsys_version": db.product_version,
-        }
+def split_export(export: ExportTables, order: int) -> list[Part]:
+    """One part per (process, device) of *export* (the *order*-th file read), ranks not yet
+    assigned (:func:`assign_ranks`)."""
+    path, gpu, host, nvtx = export.path, export.gpu, export.host, export.nvtx
+    counters, gpus, procs, threads = export.counters, export.gpus, export.procs, export.threads
+    base, mpi_ranks = export.base, export.mpi_ranks
+    env_r, env_world = export.env_rank, export.env_world
     keys = _groups(gpu, host, nvtx)
-    notes = [] if has_kernels else [NO_KERNELS_NOTE]
+    notes = [] if export.has_kernels else [NO_KERNELS_NOTE]
     if not _n(gpu):
         notes.append(NO_GPU_NOTE)
-    mpi_ranks = mpi_rank_threads(threads)
-    env_r, env_world = env_rank(env)
     n_per_process: dict[int, int] = {}
     for g, _ in keys:
         n_per_process[g] = n_per_process.get(g, 0) + 1
@@ -172,7 +89,7 @@ def _read_file(path: Path, order: int) -> list[_Part]:
             run_rank = env_r
         own = [gpus[dev]] if dev in gpus else list(gpus.values())
         parts.append(
-            _Part(
+            Part(
                 path=path,
                 order=order,
                 gpid=gpid,
@@ -273,17 +190,20 @@ def _short_names(gpu: Columns, gpid: int, device: int) -> dict[str, str]:
     }
 
 
-def _assign_ranks(parts: list[_Part]) -> list[Trace]:
+def assign_ranks(parts: list[Part]) -> list[Trace]:
+    """The Traces of the parts of every export read together, ranks assigned across them
+    (module docstring)."""
     parts = sorted(parts, key=lambda p: (p.order, p.pid, p.gpid, p.device))
     recorded = [p.run_rank for p in parts]
     from_run = all(r is not None for r in recorded) and len(set(recorded)) == len(recorded)
     worlds = {p.run_world for p in parts}
     world = len(parts)
-    if from_run and len(worlds) == 1 and None not in worlds:
-        world = max(world, int(next(iter(worlds))))  # type: ignore[arg-type]
+    recorded_world = next(iter(worlds)) if len(worlds) == 1 else None
+    if from_run and recorded_world is not None:
+        world = max(world, int(recorded_world))
     traces = []
     for i, p in enumerate(parts):
-        rank = int(p.run_rank) if from_run else i  # type: ignore[arg-type]
+        rank = int(p.run_rank) if from_run and p.run_rank is not None else i
         meta = TraceMeta(
             rank=rank,
             source_format="nsys",

@@ -20,17 +20,22 @@ CUPTI timestamps (ns, CUPTI's clock) are moved onto the Unix epoch by one offset
 :meth:`CuptiCapture.start` (``time.time_ns() - cupti.get_timestamp()``, read back to back).
 
 ``cupti-python`` is optional: :func:`load_cupti` raises :class:`MissingDependencyError` when it is
-absent; the profiler then falls back to host-only capture.
+absent; the profiler then falls back to host-only capture.  :class:`CuptiBackend` runs a capture
+over a session's step window (:mod:`profiler.backends.protocol`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from collectors.errors import MissingDependencyError
+from profiler.backends.host import HostBackend
+from profiler.backends.protocol import SessionContext
+from profiler.kineto_writer import complete_event, flow_events
 
 MAX_RECORDS = 5_000_000
 """Records kept per capture; more are counted in ``dropped`` (bounds memory)."""
@@ -227,46 +232,6 @@ def _gpu_fields(a: Any) -> dict[str, int]:
     }
 
 
-def _us(ns: int) -> int | float:
-    """Integer ns as Kineto's µs number (an int when whole, else ≤ 3 decimals)."""
-    q, r = divmod(int(ns), 1000)
-    return q if r == 0 else int(ns) / 1000
-
-
-def complete_event(
-    name: str,
-    cat: str,
-    start_ns: int,
-    end_ns: int,
-    pid: int,
-    tid: int,
-    base_ns: int,
-    args: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A Kineto ``"ph": "X"`` event from Unix-epoch ns (``base_ns`` = baseTimeNanoseconds)."""
-    ev: dict[str, Any] = {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": pid,
-        "tid": tid,
-        "ts": _us(start_ns - base_ns),
-        "dur": _us(end_ns - start_ns),
-    }
-    if args:
-        ev["args"] = args
-    return ev
-
-
-def flow_events(correlation: int, src: dict[str, Any], dst: dict[str, Any]) -> list[dict]:
-    """The ``ac2g`` start/finish pair linking a runtime call to its GPU activity."""
-    common = {"id": correlation, "cat": "ac2g", "name": "ac2g"}
-    return [
-        {"ph": "s", "pid": src["pid"], "tid": src["tid"], "ts": src["ts"], **common},
-        {"ph": "f", "pid": dst["pid"], "tid": dst["tid"], "ts": dst["ts"], "bp": "e", **common},
-    ]
-
-
 def _copy_args(r: dict[str, Any]) -> dict[str, Any]:
     """Kineto ``args`` of a memcpy or memset record: where, bytes, bandwidth (B/ns = GB/s)."""
     dur = r["end"] - r["start"]
@@ -330,3 +295,43 @@ def to_kineto_events(
         if rt is not None:
             events += flow_events(corr, rt, gpu_ev)
     return events
+
+
+class CuptiBackend(HostBackend):
+    """The CUPTI backend: the host backend's steps and regions, plus the GPU activity CUPTI
+    records over the window (:class:`CuptiCapture`), in one trace."""
+
+    name = "cupti"
+
+    def __init__(self, context: SessionContext) -> None:
+        super().__init__(context)
+        self._capture: CuptiCapture | None = None
+
+    def window_begin(self) -> None:
+        super().window_begin()
+        try:
+            self._capture = CuptiCapture()
+            self._capture.start()
+        except Exception as e:
+            self.context.report("CUPTI", e)
+            self._capture = None
+
+    def window_end(self, partial_until_ns: int | None) -> None:
+        self._cut(partial_until_ns)
+        records: list[dict[str, Any]] = []
+        capture, self._capture = self._capture, None
+        if capture is not None:
+            try:
+                records = capture.stop()
+            except Exception as e:
+                self.context.report("CUPTI", e)
+        self._write(records, capture.offset_ns if capture is not None else 0)
+        if capture is not None and capture.dropped:
+            self.context.report("CUPTI", f"{capture.dropped} records dropped (buffer limit)")
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self._capture is not None:
+            with contextlib.suppress(Exception):
+                self._capture.stop()
+            self._capture = None
