@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.gpu_peaks import PeakTable, load_peaks
+from collectors.peaks import PeakTable, load_peaks
 from analyzers.inputs import AnalysisInputs
 from collectors.errors import UsageError
 from reports.summary.inputs import inputs_from_extras
