@@ -36,7 +36,9 @@ def inputs_from_extras(extras: Mapping[str, Any]) -> AnalysisInputs:
     ncu = extras.get("ncu")
     ncu_peaks = None
     if ncu is not None and extras.get("ncu_gpu"):
-        ncu_peaks = (table or load_peaks(None)).get(str(extras["ncu_gpu"]))
+        from analyzers.gpu_peaks import peaks_named
+
+        ncu_peaks = peaks_named(table or load_peaks(None), str(extras["ncu_gpu"]))
     return AnalysisInputs(
         ncu=ncu,
         ncu_peaks=ncu_peaks,
