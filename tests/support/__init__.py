@@ -1,0 +1,1 @@
+"""Shared test helpers (importable as ``support``; ``tests/`` is on the path via conftest)."""
