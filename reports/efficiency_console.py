@@ -30,12 +30,15 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
     """Occupancy flags and the top roofline points of one rank, when the sections exist."""
     occ = rank.get("occupancy")
     if occ and occ.get("kernels_with_config"):
+        bound = "≤ " if occ.get("upper_bound") else ""  # AMD: registers/LDS not recorded
         console.print(
             f"Rank {rank['rank']}: occupancy ({occ.get('arch') or 'unknown arch'}): "
-            f"time-weighted theoretical {_pct(occ.get('time_weighted_theoretical_pct'))} %, "
+            f"time-weighted theoretical {bound}{_pct(occ.get('time_weighted_theoretical_pct'))} %, "
             f"CUPTI estimate {_pct(occ.get('time_weighted_est_achieved_pct'))} %",
             markup=False,
         )
+        for note in occ.get("notes") or []:
+            console.print(Text(f"  note: {note}"))
         flags = occ.get("flags") or []
         if flags:
             t = Table(title=f"Rank {rank['rank']}: hot kernels at low theoretical occupancy")

@@ -73,8 +73,14 @@ def occupancy(
             for f in r.flags
         ],
     }
+    if r.upper_bound:  # AMD: registers/LDS not recorded (docs/efficiency.md §2)
+        out["upper_bound"], out["limits_not_applied"] = True, list(r.limits_not_applied)
+    if r.notes:
+        out["notes"] = list(r.notes)
     for row in r.groups.head(TOP_N).to_dict("records"):
-        row["limiters"] = [x for x in row["limiters"].split(",") if x]
+        for key in ("limiters", "limits_not_applied"):
+            if key in row:
+                row[key] = [x for x in row[key].split(",") if x]
         out["by_kernel"].append({k: _num(v) for k, v in row.items()})
     return out
 
