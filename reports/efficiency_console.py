@@ -73,3 +73,6 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
                 _pct(None if share is None else 100 * share),
             )
         console.print(t)
+        missing = ((roof or {}).get("ops") or {}).get("gpu_peaks_missing")
+        if missing:
+            console.print(Text(f"  no roofline ceilings: {missing}"))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analyzers.gpu_peaks import PeakTable, load_peaks
+from analyzers.gpu_peaks import PeakTable, load_peaks, peaks_for_device
 from analyzers.kernel_occupancy import kernel_occupancy
 from analyzers.op_models import op_costs, op_groups
 from analyzers.options import AnalysisOptions
@@ -94,7 +94,8 @@ def roofline(
     """
     table = _peaks(extras)
     device = trace.gpu_device
-    peaks = table.find(device.name) if device is not None else None
+    match = peaks_for_device(table, device)
+    peaks = match.peaks
     costs = op_costs(trace)
     out: dict[str, Any] = {}
     if not costs.empty:
@@ -112,6 +113,10 @@ def roofline(
             "points_total": len(points),
             "points": [p.to_dict() for p in points[:TOP_N]],
         }
+        if match.how not in (None, "device name"):  # docs/efficiency.md §6
+            out["ops"]["gpu_peaks_match"] = match.how
+        if match.reason:
+            out["ops"]["gpu_peaks_missing"] = match.reason
     ncu = extras.get("ncu")
     if ncu is not None:
         ncu_peaks = None
