@@ -1,4 +1,5 @@
-"""Per-architecture limits that CUDA's occupancy calculation needs (sm_70 … sm_120).
+"""Per-architecture limits that CUDA's occupancy calculation needs (sm_70 … sm_120), and the
+architecture name a traced device is shown with (``sm_90`` on NVIDIA, ``gfx942`` on AMD).
 
 The built-in table restates ``reference/occupancy.md`` §3 (CUDA C++ Programming Guide,
 "Technical Specifications per Compute Capability", and NVIDIA's ``cuda_occupancy.h``).  Device
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo
@@ -145,7 +147,7 @@ def limits_for_device(device: DeviceInfo, arch: str | None = None) -> ArchLimits
             f"device {device.name or device.id} has warp size {device.warp_size}: "
             "the CUDA occupancy algorithm applies to NVIDIA warp-32 GPUs only"
         )
-    over: dict[str, int] = {}
+    over: dict[str, Any] = {}
     pairs = (
         ("max_threads_per_sm", device.max_threads_per_sm),
         ("max_threads_per_block", device.max_threads_per_block),
@@ -168,3 +170,66 @@ def limits_for_device(device: DeviceInfo, arch: str | None = None) -> ArchLimits
         reserved = max(0, int(device.smem_per_sm_bytes) - int(device.smem_per_block_optin_bytes))
         lim = replace(lim, reserved_smem_per_block=reserved)
     return lim
+
+
+# --- device naming (NVIDIA sm_XY, AMD gfxNNN) --------------------------------------------------
+
+AMD_GFX_BY_NAME: tuple[tuple[str, str], ...] = (
+    ("MI355X", "gfx950"),
+    ("MI350X", "gfx950"),
+    ("MI325X", "gfx942"),
+    ("MI300X", "gfx942"),
+    ("MI300A", "gfx942"),
+    ("MI308X", "gfx942"),
+    ("MI250X", "gfx90a"),
+    ("MI250", "gfx90a"),
+    ("MI210", "gfx90a"),
+    ("MI100", "gfx908"),
+    ("MI60", "gfx906"),
+    ("MI50", "gfx906"),
+)
+"""Marketing-name substring → LLVM target (ROCm "AMD GPU specifications" table)."""
+
+AMD_GFX_BY_VERSION: dict[tuple[int, int], str] = {(9, 4): "gfx942", (9, 5): "gfx950"}
+"""HIP ``major.minor`` (the GFXIP version Kineto records as ``computeMajor/Minor``) → LLVM
+target where the version names one shipping target (9.4: MI300X/MI300A/MI325X; 9.5: MI350)."""
+
+AMD_GFX9_BY_CUS: dict[int, str] = {104: "gfx90a", 110: "gfx90a", 120: "gfx908", 64: "gfx906"}
+"""GFXIP 9.0 is shared by gfx906/908/90a: the compute-unit count per device tells them apart
+(MI210 and one MI250 GCD 104, one MI250X GCD 110, MI100 120, MI60 64; ROCm specifications)."""
+
+
+def is_amd(device: DeviceInfo) -> bool:
+    """An AMD GPU: vendor AMD, or a wavefront of 64 (no NVIDIA GPU has one)."""
+    return device.vendor == "AMD" or device.warp_size == 64
+
+
+def amd_gfx(device: DeviceInfo) -> str | None:
+    """The LLVM target (``gfx942``, ``gfx90a``...) of an AMD device, or None when neither its
+    name nor its GFXIP version and compute-unit count determine it."""
+    name = (device.name or "").upper()
+    for key, gfx in AMD_GFX_BY_NAME:
+        if key in name:
+            return gfx
+    major, minor = device.compute_major, device.compute_minor
+    if major is None or minor is None:
+        return None
+    if (major, minor) in AMD_GFX_BY_VERSION:
+        return AMD_GFX_BY_VERSION[(major, minor)]
+    if (major, minor) == (9, 0) and device.sm_count is not None:
+        return AMD_GFX9_BY_CUS.get(device.sm_count)
+    return None
+
+
+def device_arch_name(device: DeviceInfo) -> str | None:
+    """``gfx942``-style LLVM target for AMD devices, ``sm_XY`` for NVIDIA ones (None unknown).
+
+    AMD devices report their GFXIP version in the compute-capability fields (MI300X: 9.4), so
+    ``sm_94`` would name an NVIDIA architecture that does not exist.
+    """
+    return amd_gfx(device) if is_amd(device) else device.arch
+
+
+def compute_unit_word(vendor: str | None, warp_size: int | None = None) -> str:
+    """``CUs`` (AMD compute units) or ``SMs`` (NVIDIA streaming multiprocessors)."""
+    return "CUs" if vendor == "AMD" or warp_size == 64 else "SMs"

@@ -55,9 +55,12 @@ CPU_ACTIVITIES = (
 - ``optimizer``: inside a non-API host event whose name contains ``optimizer`` or
   ``zero_grad`` (case-insensitive: ``Optimizer.step#Adam.step``, ``## optimizer ##``);
 - ``sync``: inside a CUDA/HIP runtime or driver call that blocks the CPU: names containing
-  ``Synchronize`` (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``, ``cuCtxSynchronize``...)
-  and the blocking copies ``cudaMemcpy``, ``cudaMemcpy2D``, ``cudaMemcpy3D``, ``hipMemcpy``,
-  ``cuMemcpyHtoD/DtoH/DtoD``;
+  ``Synchronize`` (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``, ``cuCtxSynchronize``,
+  ``hipDeviceSynchronize``, ``hipStreamSynchronize``, ``hipEventSynchronize``...) and the
+  blocking copies ``cudaMemcpy``, ``cudaMemcpy2D``, ``cudaMemcpy3D``, ``cuMemcpyHtoD/DtoH/DtoD``
+  and their HIP peers ``hipMemcpy``, ``hipMemcpy2D``, ``hipMemcpy3D``,
+  ``hipMemcpyHtoD/DtoH/DtoD`` and ``hipMemcpyWithStream`` (a copy then a stream synchronize:
+  PyTorch's blocking copy on ROCm);
 - ``cuda_api``: inside any other runtime/driver call (launches, allocations, event queries);
 - ``cpu_op``: inside any other recorded host event (framework operators: Kineto ``cpu_op``);
 - ``python``: inside a ``python_function`` event, a user annotation (``record_function``
@@ -73,6 +76,7 @@ _DATA_LOADING = re.compile(r"DataLoader|^data_load", re.IGNORECASE)
 _OPTIMIZER = re.compile(r"optimizer|zero_grad", re.IGNORECASE)
 _SYNC = re.compile(
     r"Synchronize|^(cuda|hip)Memcpy(2D|3D)?(_v\d+)?$|^cuMemcpy(DtoH|HtoD|DtoD)(_v\d+)?$"
+    r"|^hipMemcpy(DtoH|HtoD|DtoD|WithStream)$"
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+")
 """Names of ProfilerStep markers (never counted as operators)."""

@@ -13,6 +13,17 @@ is ``static + dynamic`` where the source splits it (nsys), else ``shared_mem_byt
 * ``ncu_achieved_pct``: mean ``sm__warps_active.avg.pct_of_peak_sustained_active`` of the ncu
   launches with the same kernel name (anonymous-namespace spellings unified) and block size.
 
+A CUPTI estimate of exactly 0 is treated as not measured: Kineto writes
+``(int)(0.5 + occupancy·100)`` and its own calculation answers 0 when it cannot place a block
+(kernels that opted in to more shared memory, dynamic shared memory: it assumes neither), so a 0
+is not an observation; such launches are counted in ``est_achieved_zero_launches`` and a note.
+
+AMD devices (:func:`analyzers.arch.is_amd`) use the CDNA calculator of
+:mod:`analyzers.occupancy_cdna` on every kernel with a workgroup size: registers and LDS are
+applied where the trace records them (Kineto on ROCm records neither), and a result missing one
+of them is an upper bound (``upper_bound``, ``limits_not_applied``); for AMD a *block* is a
+workgroup, a *warp* a wavefront and the per-SM figures are per compute unit.
+
 Per rank: ``time_weighted_pct = Σ dur·theoretical / Σ dur`` over the kernels with a
 configuration, and ``coverage`` = that kernel time ÷ all kernel time.  Flagged: groups with at
 least ``min_time_share`` of the kernel time whose theoretical occupancy is below ``low_pct``,
@@ -29,10 +40,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped]
 
-from analyzers.arch import ArchLimits, limits_for_device
+from analyzers.arch import ArchLimits, is_amd, limits_for_device
 from analyzers.occupancy import LaunchConfig, OccupancyResult, occupancy, what_if
+from analyzers.occupancy_cdna import (
+    CdnaLaunch,
+    CdnaLimits,
+    CdnaOccupancy,
+    cdna_limits_for_device,
+    cdna_occupancy,
+    cdna_suggestion,
+)
 from collectors.errors import UsageError
 from collectors.model import Trace
 
@@ -82,6 +101,12 @@ class KernelOccupancy:
     flags: tuple[Flag, ...]
     reason: str | None = None
     """Why nothing was computed (no device properties, unknown architecture...)."""
+    upper_bound: bool = False
+    """True when a limit could not be applied to some kernel (AMD: registers, LDS)."""
+    limits_not_applied: tuple[str, ...] = ()
+    est_achieved_zero_launches: int = 0
+    """Launches whose CUPTI estimate is 0, left out of the achieved means (not measured)."""
+    notes: tuple[str, ...] = ()
 
 
 def _ncu_achieved(ncu: Any) -> dict[tuple[str, tuple[int, int, int] | None], list[float]]:
@@ -107,6 +132,29 @@ def _config(row: Any) -> LaunchConfig:
     return LaunchConfig(threads, int(row.registers_per_thread), static, dynamic)
 
 
+def _cdna_config(row: Any) -> CdnaLaunch:
+    """A ROCm dispatch: workgroup size, and VGPRs / LDS only where the trace recorded them."""
+    threads = int(row.block_x) * int(row.block_y) * int(row.block_z)
+    regs = int(row.registers_per_thread)
+    if row.static_smem_bytes >= 0 or row.dynamic_smem_bytes >= 0:
+        lds: int | None = max(int(row.static_smem_bytes), 0) + max(int(row.dynamic_smem_bytes), 0)
+    else:
+        lds = int(row.shared_mem_bytes) if row.shared_mem_bytes >= 0 else None
+    return CdnaLaunch(threads, vgprs=regs if regs >= 0 else None, lds_bytes=lds)
+
+
+KEYS = [
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "static_smem_bytes",
+    "dynamic_smem_bytes",
+    "shared_mem_bytes",
+]
+"""Kernel columns that make up a launch configuration (grouping key)."""
+
+
 def kernel_occupancy(
     trace: Trace,
     ncu: Any = None,
@@ -124,19 +172,23 @@ def kernel_occupancy(
     gpu = trace.gpu
     k = gpu[gpu["kind"] == "kernel"]
     n_kernels = len(k)
-    have = k[
-        (k["block_x"] > 0)
-        & (k["block_y"] > 0)
-        & (k["block_z"] > 0)
-        & (k["registers_per_thread"] >= 0)
-        & (
-            (k["shared_mem_bytes"] >= 0)
-            | (k["static_smem_bytes"] >= 0)
-            | (k["dynamic_smem_bytes"] >= 0)
-        )
-    ]
+    device = trace.gpu_device
+    amd = device is not None and is_amd(device) and arch is None
+    has_block = (k["block_x"] > 0) & (k["block_y"] > 0) & (k["block_z"] > 0)
+    if amd:
+        have = k[has_block]
+    else:
+        have = k[
+            has_block
+            & (k["registers_per_thread"] >= 0)
+            & (
+                (k["shared_mem_bytes"] >= 0)
+                | (k["static_smem_bytes"] >= 0)
+                | (k["dynamic_smem_bytes"] >= 0)
+            )
+        ]
 
-    def empty(reason: str, lim: ArchLimits | None = None) -> KernelOccupancy:
+    def empty(reason: str, lim: ArchLimits | CdnaLimits | None = None) -> KernelOccupancy:
         return KernelOccupancy(
             lim.arch if lim else arch,
             lim.source if lim else None,
@@ -151,10 +203,18 @@ def kernel_occupancy(
         )
 
     if have.empty:
-        return empty("no kernel carries a launch configuration (block, registers, shared memory)")
-    device = trace.gpu_device
+        what = (
+            "a workgroup size"
+            if amd
+            else "a launch configuration (block, registers, shared memory)"
+        )
+        return empty(f"no kernel carries {what}")
+    lim: ArchLimits | CdnaLimits
     try:
-        if device is not None:
+        if amd:
+            assert device is not None
+            lim = cdna_limits_for_device(device)
+        elif device is not None:
             lim = limits_for_device(device, arch)
         elif arch is not None:
             from analyzers.arch import arch_limits
@@ -166,20 +226,21 @@ def kernel_occupancy(
         return empty(str(err))
 
     dur = (have["end_ns"] - have["start_ns"]).to_numpy(dtype=np.int64)
-    keys = ["block_x", "block_y", "block_z", "registers_per_thread"]
-    keys += ["static_smem_bytes", "dynamic_smem_bytes", "shared_mem_bytes"]
-    uniq = have[keys].drop_duplicates()
-    results: dict[tuple[int, ...], OccupancyResult | str] = {}
+    uniq = have[KEYS].drop_duplicates()
+    results: dict[tuple[int, ...], OccupancyResult | CdnaOccupancy | str] = {}
     for row in uniq.itertuples(index=False):
-        cfg = _config(row)
+        key = tuple(int(v) for v in row)
         try:
-            results[tuple(int(v) for v in row)] = occupancy(lim, cfg)
+            if isinstance(lim, CdnaLimits):
+                results[key] = cdna_occupancy(lim, _cdna_config(row))
+            else:
+                results[key] = occupancy(lim, _config(row))
         except UsageError as err:
-            results[tuple(int(v) for v in row)] = str(err)
-    cfg_keys = [tuple(int(v) for v in r) for r in have[keys].itertuples(index=False)]
+            results[key] = str(err)
+    cfg_keys = [tuple(int(v) for v in r) for r in have[KEYS].itertuples(index=False)]
     occ = np.array(
         [
-            r.occupancy_pct if isinstance(r, OccupancyResult) else np.nan
+            r.occupancy_pct if not isinstance(r, str) else np.nan
             for r in (results[c] for c in cfg_keys)
         ]
     )
@@ -188,7 +249,8 @@ def kernel_occupancy(
     ok = ~np.isnan(occ)
     all_time = int((k["end_ns"] - k["start_ns"]).sum())
     tw = float((dur[ok] * occ[ok]).sum() / dur[ok].sum()) if dur[ok].sum() > 0 else None
-    est_ok = ~np.isnan(est)
+    est_zero = int((est == 0).sum())
+    est_ok = ~np.isnan(est) & (est != 0)
     est_tw = (
         float((dur[est_ok] * est[est_ok]).sum() / dur[est_ok].sum())
         if dur[est_ok].sum() > 0
@@ -216,37 +278,45 @@ def kernel_occupancy(
     for (name, cfg_key), g in agg.iterrows():
         res = results[cfg_key]
         bx, by, bz = cfg_key[0], cfg_key[1], cfg_key[2]
-        cfg = _config(pd.Series(dict(zip(keys, cfg_key, strict=True))))
+        series = pd.Series(dict(zip(KEYS, cfg_key, strict=True)))
         nname = normalize_kernel_name(str(name))
         ncu_vals = ncu_map.get((nname, (bx, by, bz))) or ncu_map.get((nname, None)) or []
-        is_ok = isinstance(res, OccupancyResult)
-        rows.append(
-            {
-                "name": name,
-                "block": f"{bx}x{by}x{bz}",
-                "threads": cfg.threads_per_block,
-                "registers": cfg.regs_per_thread,
-                "smem_bytes": cfg.smem,
-                "calls": int(g["calls"]),
-                "time_ns": int(g["time_ns"]),
-                "time_share": float(g["time_ns"] / all_time) if all_time else math.nan,
-                "theoretical_pct": res.occupancy_pct if is_ok else math.nan,
-                "active_blocks": res.active_blocks if is_ok else -1,
-                "active_warps": res.active_warps if is_ok else -1,
-                "limiters": ",".join(res.limiters) if is_ok else "",
-                "est_achieved_pct": float(g["est_w"] / g["est_dur"])
-                if g["est_dur"] > 0
-                else math.nan,
-                "ncu_achieved_pct": float(np.mean(ncu_vals)) if ncu_vals else math.nan,
-                "ncu_launches": len(ncu_vals),
-                "error": "" if is_ok else str(res),
-                "launch_config": cfg,
-            }
-        )
+        is_ok = not isinstance(res, str)
+        cfg: LaunchConfig | CdnaLaunch
+        if isinstance(lim, CdnaLimits):
+            cfg = _cdna_config(series)
+            threads, registers, smem = cfg.threads_per_workgroup, cfg.vgprs, cfg.lds_bytes
+        else:
+            cfg = _config(series)
+            threads, registers, smem = cfg.threads_per_block, cfg.regs_per_thread, cfg.smem
+        row_out: dict[str, Any] = {
+            "name": name,
+            "block": f"{bx}x{by}x{bz}",
+            "threads": threads,
+            "registers": registers,
+            "smem_bytes": smem,
+            "calls": int(g["calls"]),
+            "time_ns": int(g["time_ns"]),
+            "time_share": float(g["time_ns"] / all_time) if all_time else math.nan,
+            "theoretical_pct": res.occupancy_pct if not isinstance(res, str) else math.nan,
+            "active_blocks": res.active_blocks if not isinstance(res, str) else -1,
+            "active_warps": res.active_warps if not isinstance(res, str) else -1,
+            "limiters": ",".join(res.limiters) if not isinstance(res, str) else "",
+            "est_achieved_pct": float(g["est_w"] / g["est_dur"]) if g["est_dur"] > 0 else math.nan,
+            "ncu_achieved_pct": float(np.mean(ncu_vals)) if ncu_vals else math.nan,
+            "ncu_launches": len(ncu_vals),
+            "error": "" if is_ok else str(res),
+        }
+        if isinstance(lim, CdnaLimits):
+            cdna = res if isinstance(res, CdnaOccupancy) else None
+            row_out["upper_bound"] = cdna.upper_bound if cdna else None
+            row_out["limits_not_applied"] = ",".join(cdna.not_applied) if cdna else ""
+        row_out["launch_config"] = cfg
+        rows.append(row_out)
     groups = pd.DataFrame(rows).sort_values(
         ["time_ns", "name"], ascending=[False, True], kind="stable"
     )
-    flags = []
+    flags: list[Flag] = []
     for r in groups.itertuples(index=False):
         if len(flags) >= max_flags:
             break
@@ -257,16 +327,6 @@ def kernel_occupancy(
             and not is_communication_kernel(str(r.name))
         ):
             limiters = tuple(r.limiters.split(","))
-            wi = what_if(lim, r.launch_config)
-            if wi.suggestions:
-                advice = wi.suggestions[0].text()
-            elif r.active_blocks == 0:
-                advice = "the block does not fit on an SM: reduce " + " and ".join(limiters)
-            else:
-                advice = (
-                    " and ".join(limiters).replace("_", " ")
-                    + " bind together: changing one of them alone does not raise occupancy"
-                )
             flags.append(
                 Flag(
                     str(r.name),
@@ -274,10 +334,26 @@ def kernel_occupancy(
                     float(r.time_share),
                     float(r.theoretical_pct),
                     limiters,
-                    advice,
+                    _advice(lim, r.launch_config, limiters, int(r.active_blocks)),
                 )
             )
     groups = groups.drop(columns="launch_config").reset_index(drop=True)
+    not_applied: tuple[str, ...] = ()
+    if isinstance(lim, CdnaLimits):
+        seen = {x for v in results.values() if isinstance(v, CdnaOccupancy) for x in v.not_applied}
+        not_applied = tuple(x for x in ("vgprs", "sgprs", "lds") if x in seen)
+    notes = []
+    if not_applied:
+        notes.append(
+            "the trace does not record "
+            + ", ".join({"vgprs": "VGPRs", "sgprs": "SGPRs", "lds": "LDS"}[x] for x in not_applied)
+            + " per kernel: occupancy is an upper bound from the wavefront and workgroup limits"
+        )
+    if est_zero:
+        notes.append(
+            f"{est_zero} launch(es) with CUPTI est. achieved occupancy 0 % treated as not "
+            "measured (Kineto writes 0 when its estimate finds no block)"
+        )
     return KernelOccupancy(
         lim.arch,
         lim.source,
@@ -288,4 +364,33 @@ def kernel_occupancy(
         len(have),
         n_kernels,
         tuple(flags),
+        upper_bound=bool(not_applied),
+        limits_not_applied=not_applied,
+        est_achieved_zero_launches=est_zero,
+        notes=tuple(notes),
+    )
+
+
+def _advice(
+    lim: ArchLimits | CdnaLimits,
+    cfg: LaunchConfig | CdnaLaunch,
+    limiters: tuple[str, ...],
+    active_blocks: int,
+) -> str:
+    """The flag's suggestion: the nearest change that raises occupancy, or why none does."""
+    if isinstance(lim, CdnaLimits) and isinstance(cfg, CdnaLaunch):
+        text = cdna_suggestion(lim, cfg)
+    elif isinstance(lim, ArchLimits) and isinstance(cfg, LaunchConfig):
+        wi = what_if(lim, cfg)
+        text = wi.suggestions[0].text() if wi.suggestions else None
+    else:  # pragma: no cover - the two pairs above are the only ones built
+        text = None
+    if text is not None:
+        return text
+    unit = "a CU" if isinstance(lim, CdnaLimits) else "an SM"
+    if active_blocks == 0:
+        return f"the block does not fit on {unit}: reduce " + " and ".join(limiters)
+    return (
+        " and ".join(limiters).replace("_", " ")
+        + " bind together: changing one of them alone does not raise occupancy"
     )

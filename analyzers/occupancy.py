@@ -137,10 +137,14 @@ class OccupancyResult:
 def validate(lim: ArchLimits, cfg: LaunchConfig) -> None:
     """Reject configurations no kernel can be launched with.
 
+    Shared memory above the architecture's opt-in limit is not rejected: such a block fits no
+    SM, and the calculator answers as ``cuda_occupancy.h`` does (0 blocks, limiter shared
+    memory).
+
     Raises:
         UsageError: block size outside 1…max threads per block, registers outside 0…255,
-            negative shared memory, shared memory above the opt-in limit (or above 48 KiB
-            for a kernel that explicitly did not opt in), carveout outside −1…100.
+            negative shared memory, static shared memory above 48 KiB, shared memory above
+            48 KiB for a kernel that explicitly did not opt in, carveout outside −1…100.
     """
     t = cfg.threads_per_block
     if t < 1 or t > lim.max_threads_per_block:
@@ -158,11 +162,6 @@ def validate(lim: ArchLimits, cfg: LaunchConfig) -> None:
         raise UsageError(
             f"static shared memory {cfg.static_smem} B exceeds the {lim.smem_per_block} B "
             "static limit per block (use dynamic shared memory above it)"
-        )
-    if cfg.smem > lim.smem_per_block_optin:
-        raise UsageError(
-            f"shared memory {cfg.smem} B per block exceeds the opt-in limit "
-            f"{lim.smem_per_block_optin} B of {lim.arch}"
         )
     if cfg.optin is False and cfg.smem > lim.smem_per_block:
         raise UsageError(
@@ -186,7 +185,8 @@ def _smem_per_sm_config(lim: ArchLimits, per_block: int, carveout_pct: int) -> i
 
 @lru_cache(maxsize=65_536)
 def occupancy(lim: ArchLimits, cfg: LaunchConfig) -> OccupancyResult:
-    """Theoretical occupancy of *cfg* on *lim* (see the module docstring).
+    """Theoretical occupancy of *cfg* on *lim* (see the module docstring).  A block that fits
+    no SM gives 0 active blocks with the resource that does not fit as limiter.
 
     Raises:
         UsageError: an impossible configuration (:func:`validate`).

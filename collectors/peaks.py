@@ -10,7 +10,10 @@ it lists them again), a new name adds a GPU.
 
 Precisions (``PRECISIONS``) and their keys: ``fp64`` (``fp64_tflops``), ``fp64_tensor``,
 ``fp32``, ``tf32_tensor``, ``fp16_tensor`` (FP16/BF16 tensor, FP32 accumulation),
-``fp8_tensor``.  FLOP/s = TFLOP/s × 10¹²; bandwidth B/s = GB/s × 10⁹.
+``fp8_tensor``.  FLOP/s = TFLOP/s × 10¹²; bandwidth B/s = GB/s × 10⁹.  Documented but not
+used as roofline ceilings: ``fp32_tensor_tflops`` and ``bf16_tensor_tflops`` (AMD matrix cores
+list FP32 and BF16 matrix rates separately), ``int8_tensor_tops``, ``memory_gib``; ``gfx`` is
+the LLVM target of an AMD GPU (matching devices whose name does not say which GPU they are).
 """
 
 from __future__ import annotations
@@ -31,10 +34,15 @@ _NUMERIC = (
     "sm_count",
     "boost_clock_mhz",
     *(f"{p}_tflops" for p in PRECISIONS),
+    "fp32_tensor_tflops",
+    "bf16_tensor_tflops",
+    "int8_tensor_tops",
+    "memory_gib",
     "mem_bw_gbs",
     "nvlink_gbs",
 )
-_TEXT = ("memory", "l2", "notes", "source")
+_TEXT = ("memory", "l2", "notes", "source", "gfx")
+NUMERIC_KEYS = _NUMERIC
 _KEYS = frozenset({"name", "match", "unverified", *_NUMERIC, *_TEXT})
 
 

@@ -37,12 +37,15 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
     """Occupancy flags and the top roofline points of one rank, when the sections exist."""
     occ = rank.get("occupancy")
     if occ and occ.get("kernels_with_config"):
+        bound = "≤ " if occ.get("upper_bound") else ""  # AMD: registers/LDS not recorded
         console.print(
             f"Rank {rank['rank']}: occupancy ({occ.get('arch') or 'unknown arch'}): "
-            f"time-weighted theoretical {_pct(occ.get('time_weighted_theoretical_pct'))} %, "
+            f"time-weighted theoretical {bound}{_pct(occ.get('time_weighted_theoretical_pct'))} %, "
             f"CUPTI estimate {_pct(occ.get('time_weighted_est_achieved_pct'))} %",
             markup=False,
         )
+        for note in occ.get("notes") or []:
+            console.print(Text(f"  note: {note}"))
         flags = occ.get("flags") or []
         if flags:
             t = Table(title=f"Rank {rank['rank']}: hot kernels at low theoretical occupancy")
@@ -77,6 +80,9 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
                 _pct(None if share is None else 100 * share),
             )
         console.print(t)
+        missing = ((roof or {}).get("ops") or {}).get("gpu_peaks_missing")
+        if missing:
+            console.print(Text(f"  no roofline ceilings: {missing}"))
 
 
 # --- gpuscope occupancy / roofline ------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.arch import compute_unit_word
 from analyzers.headline import cards
 from analyzers.stats import median
 from reports import html_series
@@ -37,7 +38,8 @@ def header(summary: Summary) -> dict[str, Any]:
         if d.get("name"):
             desc = str(d["name"])
             if d.get("arch"):
-                desc += f" ({d['arch']}, {d.get('sm_count') or '?'} SMs)"
+                unit = compute_unit_word(d.get("vendor"), d.get("warp_size"))
+                desc += f" ({d['arch']}, {d.get('sm_count') or '?'} {unit})"
             gpus[desc] += 1
     src = run.get("ranks") or []
     formats = sorted(

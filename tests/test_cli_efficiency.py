@@ -73,7 +73,6 @@ def test_occupancy_reference_vector_with_shared_memory_via_cli(capsys) -> None:
         (("--arch", "sm_99", "--threads", "128"), "unknown architecture 'sm_99'"),
         (("--arch", "sm_90", "--threads", "1025"), "impossible block size 1025"),
         (("--arch", "sm_90", "--threads", "128", "--regs", "256"), "impossible register count"),
-        (("--arch", "sm_90", "--threads", "128", "--dyn-smem", "240000"), "opt-in limit"),
     ],
 )
 def test_impossible_occupancy_input_is_one_line_and_exit_2(capsys, args, words) -> None:

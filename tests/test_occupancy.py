@@ -108,8 +108,6 @@ def test_zero_shared_memory_without_reserved_memory_does_not_limit() -> None:
         ("sm_90", LaunchConfig(1025, 32), "block size 1025"),
         ("sm_90", LaunchConfig(0, 32), "block size 0"),
         ("sm_90", LaunchConfig(128, 256), "register count 256"),
-        ("sm_90", LaunchConfig(128, 32, 0, 232_449), "opt-in limit"),
-        ("sm_70", LaunchConfig(128, 32, 0, 98_305), "opt-in limit"),
         ("sm_80", LaunchConfig(128, 32, 50_000, 0), "static shared memory"),
         ("sm_80", LaunchConfig(128, 32, 0, 60_000, optin=False), "without opting in"),
         ("sm_80", LaunchConfig(128, 32, carveout_pct=101), "carveout"),

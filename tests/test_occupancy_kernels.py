@@ -199,8 +199,11 @@ def test_real_kineto_kernels_get_theoretical_occupancy_beside_cuptis_estimate() 
             a["registers per thread"],
             a["shared memory"],
         )
-        est[key][0] += a["est. achieved occupancy %"] * e["dur"]
-        est[key][1] += e["dur"]
+        acc = est[key]
+        if a["est. achieved occupancy %"] == 0:  # Kineto's 0 = not measured (efficiency.md §2)
+            continue
+        acc[0] += a["est. achieved occupancy %"] * e["dur"]
+        acc[1] += e["dur"]
     r = kernel_occupancy(_kineto(*parts))
     assert r.arch == "sm_80"
     assert r.kernels_with_config == len(raw) == 6080

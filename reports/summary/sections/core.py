@@ -35,8 +35,10 @@ def _round_ns(x: Any) -> int | None:
 
 def device(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
     """The GPU this rank ran on (``DeviceInfo.to_dict()``), or None when the source lacks it."""
+    from analyzers.arch import device_arch_name
+
     d = trace.gpu_device
-    return d.to_dict() if d is not None else None
+    return {**d.to_dict(), "arch": device_arch_name(d)} if d is not None else None
 
 
 def window(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from analyzers.gpu_peaks import find_peaks
+from analyzers.gpu_peaks import peaks_for_device
 from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -75,8 +75,14 @@ def occupancy(
             for f in r.flags
         ],
     }
+    if r.upper_bound:  # AMD: registers/LDS not recorded (docs/efficiency.md §2)
+        out["upper_bound"], out["limits_not_applied"] = True, list(r.limits_not_applied)
+    if r.notes:
+        out["notes"] = list(r.notes)
     for row in r.groups.head(TOP_N).to_dict("records"):
-        row["limiters"] = [x for x in row["limiters"].split(",") if x]
+        for key in ("limiters", "limits_not_applied"):
+            if key in row:
+                row[key] = [x for x in row[key].split(",") if x]
         out["by_kernel"].append({k: _num(v) for k, v in row.items()})
     return out
 
@@ -94,7 +100,8 @@ def roofline(
 
     table = _peaks(inputs)
     device = trace.gpu_device
-    peaks = find_peaks(table, device.name) if device is not None else None
+    match = peaks_for_device(table, device)
+    peaks = match.peaks
     costs = op_costs(trace)
     out: dict[str, Any] = {}
     if not costs.empty:
@@ -112,6 +119,10 @@ def roofline(
             "points_total": len(points),
             "points": [p.to_dict() for p in points[:TOP_N]],
         }
+        if match.how not in (None, "device name"):  # docs/efficiency.md §6
+            out["ops"]["gpu_peaks_match"] = match.how
+        if match.reason:
+            out["ops"]["gpu_peaks_missing"] = match.reason
     ncu = inputs.ncu
     if ncu is not None:
         try:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.peaks import PeakTable, load_peaks
 from analyzers.inputs import AnalysisInputs
 from collectors.errors import UsageError
+from collectors.peaks import PeakTable, load_peaks
 from reports.summary.inputs import inputs_from_extras
 
 

@@ -1,0 +1,44 @@
+"""The AMD Instinct traces of the shared data: TraceLens's MI300X/MI210 traces and HTA's MI250
+trace, their raw kernel events, and loaded traces (cached per path)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from conftest import SHARED_DATA, shared_path
+
+from collectors.model import Trace
+
+TRACELENS = ("kineto", "tracelens")
+HTA_MI250 = ("kineto", "hta", "amd_trace", "mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+
+
+def tracelens_traces() -> list[str]:
+    """Paths (relative to the TraceLens folder) of every TraceLens trace; [] when absent."""
+    root = SHARED_DATA.joinpath(*TRACELENS)
+    if not root.is_dir():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json.gz"))
+
+
+def tracelens_path(rel: str) -> Path:
+    return shared_path(*TRACELENS, *rel.split("/"))
+
+
+@cache
+def raw_events(path: Path) -> dict[str, Any]:
+    """The trace's JSON document, read independently of gpuscope's reader."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+@cache
+def load(path: Path) -> Trace:
+    from collectors.load import load_traces
+
+    (t,) = load_traces([path])
+    return t
