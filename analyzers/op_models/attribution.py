@@ -1,0 +1,184 @@
+"""Attribution of launched GPU work to the modelled ops (HTA call-stack semantics), and the
+per-call and per-shape cost tables."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
+
+from analyzers.op_models.args import OpCost
+from analyzers.op_models.registry import MODELS, model_op
+from collectors.linking import enclosing_parents, innermost_range
+from collectors.model import Trace, launch_mask
+
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
+TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
+"""Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
+``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
+
+
+def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> dict[int, int]:
+    """Innermost enclosing CPU op (host row position) for every op and launch row position.
+
+    The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
+    ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
+    compare's op view; collectives link inclusively of the end.
+    """
+    h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
+    start = host["start_ns"].to_numpy()
+    end = host["end_ns"].to_numpy()
+    groups = (h_pid[ops], h_tid[ops])
+    op_parent = enclosing_parents(start[ops], end[ops], groups)
+    launch_parent = innermost_range(
+        start[ops], end[ops], groups, start[launches], (h_pid[launches], h_tid[launches])
+    )
+    parent: dict[int, int] = {}
+    for rows, pos in ((ops, op_parent), (launches, launch_parent)):
+        owner = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+        parent.update(zip(rows.tolist(), owner.tolist(), strict=True))
+    return parent
+
+
+_SHAPE_COLUMNS = ("op", "input_dims", "input_types", "kind", "precision", "exact")
+_WORK_COLUMNS = ("flops", "bytes", "kernels", "kernel_time_ns", "host_copy")
+OP_COST_COLUMNS = ("host_row", *_SHAPE_COLUMNS, "note", *_WORK_COLUMNS)
+"""Columns of :func:`op_costs`."""
+OP_GROUP_COLUMNS = (*_SHAPE_COLUMNS, "calls", *_WORK_COLUMNS)
+"""Columns of :func:`op_groups`."""
+
+
+def op_costs(trace: Trace) -> pd.DataFrame:
+    """One row per modelled op call that launched GPU work.
+
+    Columns: host_row, op, input_dims, input_types, kind, precision, exact, note, flops,
+    bytes, kernels (number of GPU activities), kernel_time_ns (sum of their durations),
+    host_copy (the op's GPU work includes a copy to or from host memory: PCIe-bound, so the
+    DRAM roof does not apply).
+    """
+    cols = list(OP_COST_COLUMNS)
+    host, gpu = trace.host, trace.gpu
+    if host.empty or gpu.empty:
+        return pd.DataFrame(columns=cols)
+    cat = host["cat"].astype(object).to_numpy()
+    ops = np.flatnonzero(cat == "cpu_op")
+    corr = host["correlation"].to_numpy()
+    launches = np.flatnonzero(launch_mask(host))
+    if len(ops) == 0 or len(launches) == 0:
+        return pd.DataFrame(columns=cols)
+
+    names = host["name"].astype(object).to_numpy()
+    dims = host["input_dims"].to_numpy()
+    types = host["input_types"].to_numpy()
+    costs: dict[int, OpCost] = {}
+    for i in ops.tolist():
+        if names[i] in MODELS:
+            c = model_op(names[i], dims[i], types[i])
+            if c is not None:
+                costs[i] = c
+    if not costs:
+        return pd.DataFrame(columns=cols)
+
+    parent = _sweep_parents(host, ops, launches)
+    start = host["start_ns"].to_numpy()
+    end = host["end_ns"].to_numpy()
+    tid = host["tid"].to_numpy()
+    ext = host["external_id"].to_numpy()
+    op_by_ext: dict[int, int] = {}
+    for i in ops.tolist():
+        if ext[i] >= 0:
+            op_by_ext.setdefault(int(ext[i]), i)
+
+    # outermost modelled ancestor-or-self of each op; parents precede children in start order
+    top: dict[int, int] = {}
+    for i in sorted(ops.tolist(), key=lambda r: (start[r], -end[r], r)):
+        p = parent.get(i, -1)
+        up = top.get(p, -1) if p >= 0 else -1
+        top[i] = up if up >= 0 else (i if i in costs else -1)
+
+    owner_of_corr: dict[int, int] = {}
+    for r in launches.tolist():
+        linked = parent.get(r, -1)
+        cand = op_by_ext.get(int(ext[r])) if ext[r] >= 0 else None
+        if cand is not None and tid[cand] == tid[r] and start[cand] <= start[r] < end[cand]:
+            linked = cand
+        owner = top.get(linked, -1) if linked >= 0 else -1
+        if owner >= 0:
+            owner_of_corr.setdefault(int(corr[r]), owner)
+
+    g = gpu[gpu["kind"].isin(GPU_WORK_KINDS) & (gpu["correlation"] >= 0)]
+    owners = g["correlation"].map(owner_of_corr)
+    g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
+    if g.empty:
+        return pd.DataFrame(columns=cols)
+    agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
+    tf32_owners = set(
+        g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
+    )
+    copy_kind = g["copy_kind"].astype(object).fillna("").astype(str)
+    host_owners = set(
+        g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)
+    )
+    rows = []
+    for owner, k, t in zip(agg.index, agg["kernels"], agg["kernel_time_ns"], strict=True):
+        i = int(owner)
+        c = costs[i]
+        prec = c.precision
+        if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
+            prec = "tf32_tensor"
+        rows.append(
+            (
+                i,
+                names[i],
+                _text(dims[i]),
+                _text(types[i]),
+                c.kind,
+                prec,
+                c.exact,
+                c.note,
+                c.flops,
+                c.bytes,
+                int(k),
+                int(t),
+                i in host_owners,
+            )
+        )
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values("host_row", kind="stable").reset_index(drop=True)
+
+
+def _text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, (str, bytes)):
+        return v.decode() if isinstance(v, bytes) else v
+    return msgspec.json.encode(v).decode()
+
+
+def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
+    """Calls of the same op with the same shapes and dtypes, summed: op, input_dims,
+    input_types, kind, precision, exact, calls, flops, bytes, kernels, kernel_time_ns,
+    host_copy; sorted by kernel time, longest first."""
+    cols = list(OP_GROUP_COLUMNS)
+    if costs.empty:
+        return pd.DataFrame(columns=cols)
+    g = (
+        costs.groupby(["op", "input_dims", "input_types", "precision"], sort=False, observed=True)
+        .agg(
+            kind=("kind", "first"),
+            exact=("exact", "all"),
+            calls=("flops", "size"),
+            flops=("flops", "sum"),
+            bytes=("bytes", "sum"),
+            kernels=("kernels", "sum"),
+            kernel_time_ns=("kernel_time_ns", "sum"),
+            host_copy=("host_copy", "any"),
+        )
+        .reset_index()
+    )
+    return g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
+        cols
+    ].reset_index(drop=True)
