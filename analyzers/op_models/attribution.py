@@ -1,5 +1,16 @@
 """Attribution of launched GPU work to the modelled ops (HTA call-stack semantics), and the
-per-call and per-shape cost tables."""
+per-call and per-shape cost tables.
+
+Attribution: a GPU activity → the runtime call with the same ``correlation`` → the CPU op with
+the call's ``external_id`` if that op encloses the call in time on the same thread, else the
+innermost CPU op enclosing the call → that op's **outermost modelled ancestor** (so
+``aten::linear`` owns the GEMM that its inner ``aten::addmm`` launched, and no kernel is
+counted twice).
+
+Both tables carry, in ``DataFrame.attrs["gpu_time_ns"]``, the trace's GPU work time
+(:func:`gpu_work_time_ns`): the denominator of every roofline time share
+(:func:`analyzers.roofline.op_roofline`).
+"""
 
 from __future__ import annotations
 
@@ -43,44 +54,77 @@ def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) ->
     return parent
 
 
-_SHAPE_COLUMNS = ("op", "input_dims", "input_types", "kind", "precision", "exact")
+_SHAPE_COLUMNS = (
+    "op",
+    "input_dims",
+    "input_types",
+    "concrete_inputs",
+    "kind",
+    "precision",
+    "exact",
+    "note",
+)
 _WORK_COLUMNS = ("flops", "bytes", "kernels", "kernel_time_ns", "host_copy")
-OP_COST_COLUMNS = ("host_row", *_SHAPE_COLUMNS, "note", *_WORK_COLUMNS)
+OP_COST_COLUMNS = ("host_row", *_SHAPE_COLUMNS, *_WORK_COLUMNS)
 """Columns of :func:`op_costs`."""
 OP_GROUP_COLUMNS = (*_SHAPE_COLUMNS, "calls", *_WORK_COLUMNS)
 """Columns of :func:`op_groups`."""
+GPU_TIME = "gpu_time_ns"
+"""The ``attrs`` key of the trace's GPU work time on both tables."""
+
+
+def gpu_work_time_ns(trace: Trace) -> int:
+    """Σ (end − start) of the trace's GPU activities of kind kernel, memcpy and memset: the
+    GPU time the op models are a share of."""
+    g = trace.gpu
+    if g.empty:
+        return 0
+    work = g[g["kind"].isin(GPU_WORK_KINDS).to_numpy()]
+    return int((work["end_ns"] - work["start_ns"]).sum())
+
+
+def _empty(cols: list[str], gpu_time: int) -> pd.DataFrame:
+    out = pd.DataFrame(columns=cols)
+    out.attrs[GPU_TIME] = gpu_time
+    return out
 
 
 def op_costs(trace: Trace) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work.
 
-    Columns: host_row, op, input_dims, input_types, kind, precision, exact, note, flops,
-    bytes, kernels (number of GPU activities), kernel_time_ns (sum of their durations),
-    host_copy (the op's GPU work includes a copy to or from host memory: PCIe-bound, so the
-    DRAM roof does not apply).
+    Columns: host_row, op, input_dims, input_types, concrete_inputs (the recorded arguments,
+    JSON text, "" when absent), kind, precision, exact (every argument the model needs was
+    recorded; False: an estimate), note (why an estimate), flops, bytes, kernels (number of
+    GPU activities), kernel_time_ns (sum of their durations), host_copy (the op's GPU work
+    includes a copy to or from host memory: PCIe-bound, so the DRAM roof does not apply).
+    ``attrs["gpu_time_ns"]``: :func:`gpu_work_time_ns`.
     """
     cols = list(OP_COST_COLUMNS)
     host, gpu = trace.host, trace.gpu
+    gpu_time = gpu_work_time_ns(trace)
     if host.empty or gpu.empty:
-        return pd.DataFrame(columns=cols)
+        return _empty(cols, gpu_time)
     cat = host["cat"].astype(object).to_numpy()
     ops = np.flatnonzero(cat == "cpu_op")
     corr = host["correlation"].to_numpy()
     launches = np.flatnonzero(launch_mask(host))
     if len(ops) == 0 or len(launches) == 0:
-        return pd.DataFrame(columns=cols)
+        return _empty(cols, gpu_time)
 
     names = host["name"].astype(object).to_numpy()
     dims = host["input_dims"].to_numpy()
     types = host["input_types"].to_numpy()
+    none = np.full(len(host), None, dtype=object)
+    concrete = host["concrete_inputs"].to_numpy() if "concrete_inputs" in host else none
+    strides = host["input_strides"].to_numpy() if "input_strides" in host else none
     costs: dict[int, OpCost] = {}
     for i in ops.tolist():
         if names[i] in MODELS:
-            c = model_op(names[i], dims[i], types[i])
+            c = model_op(names[i], dims[i], types[i], concrete[i], strides[i])
             if c is not None:
                 costs[i] = c
     if not costs:
-        return pd.DataFrame(columns=cols)
+        return _empty(cols, gpu_time)
 
     parent = _sweep_parents(host, ops, launches)
     start = host["start_ns"].to_numpy()
@@ -113,7 +157,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     owners = g["correlation"].map(owner_of_corr)
     g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
     if g.empty:
-        return pd.DataFrame(columns=cols)
+        return _empty(cols, gpu_time)
     agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
     tf32_owners = set(
         g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
@@ -135,6 +179,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
                 names[i],
                 _text(dims[i]),
                 _text(types[i]),
+                _text(concrete[i]),
                 c.kind,
                 prec,
                 c.exact,
@@ -147,7 +192,9 @@ def op_costs(trace: Trace) -> pd.DataFrame:
             )
         )
     out = pd.DataFrame(rows, columns=cols)
-    return out.sort_values("host_row", kind="stable").reset_index(drop=True)
+    out = out.sort_values("host_row", kind="stable").reset_index(drop=True)
+    out.attrs[GPU_TIME] = gpu_time
+    return out
 
 
 def _text(v: Any) -> str:
@@ -159,17 +206,24 @@ def _text(v: Any) -> str:
 
 
 def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
-    """Calls of the same op with the same shapes and dtypes, summed: op, input_dims,
-    input_types, kind, precision, exact, calls, flops, bytes, kernels, kernel_time_ns,
-    host_copy; sorted by kernel time, longest first."""
+    """Calls of the same op with the same recorded arguments (shapes, dtypes, concrete
+    inputs), summed: op, input_dims, input_types, concrete_inputs, kind, precision, exact (all
+    calls exact), note (the first estimate's), calls, flops, bytes, kernels, kernel_time_ns,
+    host_copy; sorted by kernel time, longest first.  Keeps ``attrs["gpu_time_ns"]``."""
     cols = list(OP_GROUP_COLUMNS)
+    gpu_time = costs.attrs.get(GPU_TIME)
     if costs.empty:
-        return pd.DataFrame(columns=cols)
+        out = pd.DataFrame(columns=cols)
+        if gpu_time is not None:
+            out.attrs[GPU_TIME] = gpu_time
+        return out
+    keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
     g = (
-        costs.groupby(["op", "input_dims", "input_types", "precision"], sort=False, observed=True)
+        costs.groupby(keys, sort=False, observed=True)
         .agg(
             kind=("kind", "first"),
             exact=("exact", "all"),
+            note=("note", _first_note),
             calls=("flops", "size"),
             flops=("flops", "sum"),
             bytes=("bytes", "sum"),
@@ -179,6 +233,13 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
-    return g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
+    out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
         cols
     ].reset_index(drop=True)
+    if gpu_time is not None:
+        out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+def _first_note(notes: pd.Series) -> str:
+    return next((n for n in notes if n), "")
