@@ -81,7 +81,8 @@ class RooflinePoint:
     """One kernel launch (ncu) or one op/shape group (op models) on the roofline."""
 
     key: str
-    """ncu launch id, or ``op name | input dims`` for op points."""
+    """ncu launch id, or ``op name | input dims`` (``| concrete inputs`` when recorded) for op
+    points."""
     name: str
     time_ns: float | None
     time_source: str | None
@@ -98,8 +99,13 @@ class RooflinePoint:
     missing: tuple[str, ...] = ()
     """What could not be computed, and why (partial points)."""
     time_share: float | None = None
-    """Fraction of the summed time of all points."""
+    """Op points: fraction of the trace's GPU time (Σ kernel, memcpy and memset durations);
+    ncu points: fraction of the summed time of the profiled launches."""
     tensor_precision: str | None = None
+    exact: bool | None = None
+    """Op points: every call's cost is exact (all arguments its model needs were recorded);
+    False: an estimate (``model_note`` says why).  None for measured (ncu) points."""
+    model_note: str = ""
 
     @property
     def flop_total(self) -> float | None:
@@ -187,11 +193,31 @@ class RooflinePoint:
         return None if bw is None or not peak else 100.0 * bw / peak
 
     @property
-    def headroom_ns(self) -> float | None:
+    def above_roof(self) -> bool:
+        """Achieved more than the attainable rate (``pct_of_attainable`` > 100)."""
         pct = self.pct_of_attainable
-        if pct is None or self.time_ns is None:
+        return pct is not None and pct > 100.0
+
+    @property
+    def model_error(self) -> str | None:
+        """Why the point cannot be real: above its roof, the FLOP/bytes (op model) or the
+        ceiling (a peak below what the hardware did) are wrong.  Such a point is never plotted
+        or counted as achieved."""
+        if not self.above_roof:
             return None
-        return self.time_ns * max(0.0, 1.0 - pct / 100.0)
+        what = "the ceiling is too low" if self.exact is None else "the op model over-counts"
+        return (
+            f"above its roof ({self.pct_of_attainable:.1f} % of attainable): {what} "
+            "or the peak table is wrong"
+        )
+
+    @property
+    def headroom_ns(self) -> float | None:
+        """Time running at the roof would save; None above the roof (a model error)."""
+        pct = self.pct_of_attainable
+        if pct is None or self.time_ns is None or pct > 100.0:
+            return None
+        return self.time_ns * (1.0 - pct / 100.0)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready (NaN/inf become ``null``)."""
@@ -224,6 +250,9 @@ class RooflinePoint:
                 "achieved_occupancy_pct": self.achieved_occupancy_pct,
                 "tensor_instructions": self.tensor_instructions,
                 "missing": list(self.missing),
+                "exact": self.exact,
+                "model_note": self.model_note,
+                "model_error": self.model_error,
             }
         )
 
@@ -242,9 +271,13 @@ def _clean(x: object) -> object:
     return x
 
 
-def rank_points(points: Sequence[RooflinePoint]) -> list[RooflinePoint]:
-    """Add time shares and sort: largest headroom first, then longest time, then key."""
-    total = sum(p.time_ns for p in points if p.time_ns)
+def rank_points(
+    points: Sequence[RooflinePoint], total_ns: float | None = None
+) -> list[RooflinePoint]:
+    """Add time shares (of *total_ns*, by default of the points' summed time) and sort: largest
+    headroom first, then longest time, then key (points without headroom, model errors
+    included, last)."""
+    total = total_ns if total_ns is not None else sum(p.time_ns for p in points if p.time_ns)
     shared = [
         replace(p, time_share=(p.time_ns / total) if (p.time_ns and total) else None)
         for p in points

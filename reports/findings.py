@@ -35,7 +35,7 @@ time of a GPU."""
 ROOFLINE_PCT = 50.0
 """An op-roofline point below this % of its attainable FLOP/s ..."""
 ROOFLINE_TIME_SHARE = 0.20
-"""... is a finding when it takes at least this share of the modelled GPU time."""
+"""... is a finding when it takes at least this share of its rank's GPU time."""
 
 
 @dataclass(frozen=True)
@@ -315,13 +315,13 @@ def low_roofline(summary: Mapping[str, Any]) -> Finding | None:
     worst: tuple[float, int, Mapping[str, Any], float] | None = None
     for r in ranks(summary):
         ops = (r.get("roofline") or {}).get("ops") or {}
-        modelled = num(ops.get("modelled_gpu_time_share")) or 0.0
         for p in ops.get("points") or []:
+            # time_share: of the rank's GPU time
             share, pct = num(p.get("time_share")), num(p.get("pct_of_attainable"))
             if share is None or pct is None or share < ROOFLINE_TIME_SHARE or pct >= ROOFLINE_PCT:
                 continue
-            if worst is None or share * modelled > worst[0]:
-                worst = (share * modelled, int(r["rank"]), p, pct)
+            if worst is None or share > worst[0]:
+                worst = (share, int(r["rank"]), p, pct)
     if worst is None:
         return None
     impact, rank, p, pct = worst
@@ -331,11 +331,11 @@ def low_roofline(summary: Mapping[str, Any]) -> Finding | None:
         evidence=(
             f"{p.get('key') or p.get('name')} on rank {rank}: {_pct(pct)} of attainable FLOP/s "
             f"({p.get('bound')}-bound), {_pct(100 * float(p.get('time_share') or 0))} of the "
-            "modelled GPU time"
+            "GPU time"
         ),
         threshold=(
             f"< {_pct(ROOFLINE_PCT)} of attainable and ≥ {_pct(100 * ROOFLINE_TIME_SHARE)} of "
-            "modelled time"
+            "GPU time"
         ),
         suggestion=(
             "use tensor cores (TF32/BF16/FP8), pad shapes to multiples of 16, fuse memory-bound "

@@ -178,8 +178,8 @@ def throughput_card(summary: Summary) -> dict[str, Any] | None:
     att_flop = att_flop_done = 0.0
     for p in roofline_points(summary):
         f, t = num(p.get("flop_total")), num(p.get("time_ns"))
-        if f is None or t is None or t <= 0:
-            continue
+        if f is None or t is None or t <= 0 or p.get("model_error"):
+            continue  # a point above its roof is a model error, never achieved
         flop += f
         time += t
         a = num(p.get("attainable_flops_per_s"))

@@ -1,0 +1,1 @@
+"""Shared test helpers (builders of hand-made traces and summaries)."""
