@@ -40,7 +40,7 @@ time of a GPU."""
 ROOFLINE_PCT = 50.0
 """An op-roofline point below this % of its attainable FLOP/s ..."""
 ROOFLINE_TIME_SHARE = 0.20
-"""... is a finding when it takes at least this share of the modelled GPU time."""
+"""... is a finding when it takes at least this share of its rank's GPU time."""
 
 
 @dataclass(frozen=True)
@@ -303,19 +303,19 @@ def throttling(summary: Summary) -> Throttling | None:
 
 
 def low_roofline(summary: Summary) -> LowRoofline | None:
-    """An op-roofline point with ≥ 20 % of the modelled time below 50 % of its attainable."""
+    """An op-roofline point with ≥ 20 % of its rank's GPU time below 50 % of its attainable
+    (``time_share`` is a share of the rank's GPU time)."""
     worst: tuple[float, int, RooflinePoint, float] | None = None
     for r in summary["ranks"]:
         ops = r.get("roofline", {}).get("ops")
         if ops is None:
             continue
-        modelled = ops["modelled_gpu_time_share"] or 0.0
         for p in ops["points"]:
             share, pct = p["time_share"], p["pct_of_attainable"]
             if share is None or pct is None or share < ROOFLINE_TIME_SHARE or pct >= ROOFLINE_PCT:
                 continue
-            if worst is None or share * modelled > worst[0]:
-                worst = (share * modelled, r["rank"], p, pct)
+            if worst is None or share > worst[0]:
+                worst = (share, r["rank"], p, pct)
     if worst is None:
         return None
     impact, rank, p, pct = worst

@@ -143,8 +143,8 @@ def throughput_card(summary: Summary) -> dict[str, Any] | None:
     att_flop = att_flop_done = 0.0
     for p in roofline_points(summary):
         f, t = p["flop_total"], p["time_ns"]
-        if f is None or t is None or t <= 0:
-            continue
+        if f is None or t is None or t <= 0 or p.get("model_error"):
+            continue  # a point above its roof is a model error, never achieved
         flop += f
         time += t
         a = p["attainable_flops_per_s"]

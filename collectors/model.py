@@ -42,7 +42,10 @@ Tables
     name (category), cat (category: ``cpu_op``, ``cuda_runtime``, ``cuda_driver``,
     ``user_annotation``, ``python_function``, ...), start_ns, end_ns, pid, tid (int64),
     correlation (int64, -1), external_id (int64, -1), input_dims (object: str or None),
-    input_types (object: str or None), comm_args (object: dict or None).
+    input_types (object: str or None), concrete_inputs (object: str or None; Kineto
+    ``Concrete Inputs``, the scalar arguments as strings), input_strides (object: str or None;
+    Kineto ``Input Strides``), comm_args (object: dict or None).  The four argument columns are
+    compact JSON text as recorded.
 
 ``annotations``  ranges that name a stretch of time: ``ProfilerStep#N``, user ranges, NVTX,
     GPU-side user annotations: name (category), kind (category: ``step`` | ``user`` |
@@ -61,7 +64,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
 
 GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
@@ -93,7 +96,8 @@ GPU_FLOAT_COLUMNS = ("est_achieved_occupancy", "blocks_per_sm", "warps_per_sm")
 GPU_COLUMNS = ("name", "kind", *GPU_INT_COLUMNS, "copy_kind", *GPU_FLOAT_COLUMNS, "comm_args")
 
 HOST_INT_COLUMNS = ("start_ns", "end_ns", "pid", "tid", "correlation", "external_id")
-HOST_COLUMNS = ("name", "cat", *HOST_INT_COLUMNS, "input_dims", "input_types", "comm_args")
+HOST_ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
+HOST_COLUMNS = ("name", "cat", *HOST_INT_COLUMNS, *HOST_ARG_COLUMNS, "comm_args")
 LAUNCH_CATS = (
     "cuda_runtime",
     "cuda_driver",

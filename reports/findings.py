@@ -163,9 +163,9 @@ def _low_roofline(f: rules.LowRoofline) -> Finding:
         "A hot op reaches a small part of its roofline",
         f"{p['key'] or p['name']} on rank {f.rank}: {_pct(f.value)} of attainable FLOP/s "
         f"({p['bound']}-bound), {_pct(100 * float(p['time_share'] or 0))} of the "
-        "modelled GPU time",
+        "GPU time",
         f"< {_pct(f.limit)} of attainable and ≥ {_pct(100 * rules.ROOFLINE_TIME_SHARE)} of "
-        "modelled time",
+        "GPU time",
         "use tensor cores (TF32/BF16/FP8), pad shapes to multiples of 16, fuse memory-bound "
         "neighbours; profile the kernel with Nsight Compute (gpuscope analyze --ncu)",
     )

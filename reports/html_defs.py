@@ -38,7 +38,8 @@ DEFINITIONS: dict[str, tuple[str, str, str]] = {
     ),
     "throughput": (
         "Achieved TFLOP/s and % of roofline",
-        "Over the op-roofline points listed per rank: Σ FLOP / Σ kernel time (per GPU), and "
+        "Over the op-roofline points listed per rank, except points above their roof (model "
+        "errors): Σ FLOP / Σ kernel time (per GPU), and "
         "100 × Σ FLOP / Σ (attainable FLOP/s × time) for the points whose attainable rate is "
         "known (attainable = min(peak, intensity × DRAM bandwidth)).",
         "docs/report.md §3; docs/efficiency.md",

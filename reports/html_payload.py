@@ -298,8 +298,8 @@ def roofline(summary: Summary) -> dict[str, Any] | None:
         for p in (((r.get("roofline") or {}).get("ops") or {}).get("points")) or []:
             f, t = num(p.get("flop_total")), num(p.get("time_ns"))
             b = num((p.get("bytes") or {}).get("dram"))
-            if f is None or t is None or t <= 0:
-                continue
+            if f is None or t is None or t <= 0 or p.get("model_error"):
+                continue  # a point above its roof is a model error: not plotted
             key = (str(p.get("key")), str(p.get("dominant_precision")))
             a = agg.setdefault(
                 key,

@@ -309,6 +309,8 @@ class Rows:
             "external_id": cols.external_id[idx],
             "input_dims": self._compact([x.input_dims for x in a]),
             "input_types": self._compact([x.input_types for x in a]),
+            "concrete_inputs": self._compact([x.concrete_inputs for x in a]),
+            "input_strides": self._compact([x.input_strides for x in a]),
             "comm_args": cols.comm(idx),
         }
 

@@ -1,0 +1,244 @@
+"""Attribution of launched GPU work to the modelled ops (HTA call-stack semantics), and the
+per-call and per-shape cost tables.
+
+Attribution: a GPU activity → the runtime call with the same ``correlation`` → the CPU op with
+the call's ``external_id`` if that op encloses the call in time on the same thread, else the
+innermost CPU op enclosing the call → that op's **outermost modelled ancestor** (so
+``aten::linear`` owns the GEMM that its inner ``aten::addmm`` launched, and no kernel is
+counted twice).
+
+Both tables carry, in ``DataFrame.attrs["gpu_time_ns"]``, the trace's GPU work time
+(:func:`gpu_work_time_ns`): the denominator of every roofline time share
+(:func:`analyzers.roofline.op_roofline`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
+
+from analyzers.op_models.args import OpCost
+from analyzers.op_models.registry import MODELS, model_op
+from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
+from collectors.model import GPU_WORK_KINDS, Trace
+
+TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
+"""Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
+``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
+
+
+def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> dict[int, int]:
+    """Innermost enclosing CPU op (host row position) for every op and launch row position.
+
+    The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
+    ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
+    compare's op view; collectives link inclusively of the end.
+    """
+    h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
+    start = host["start_ns"].to_numpy()
+    end = host["end_ns"].to_numpy()
+    groups = (h_pid[ops], h_tid[ops])
+    op_parent = enclosing_parents(start[ops], end[ops], groups)
+    launch_parent = innermost_range(
+        start[ops], end[ops], groups, start[launches], (h_pid[launches], h_tid[launches])
+    )
+    parent: dict[int, int] = {}
+    for rows, pos in ((ops, op_parent), (launches, launch_parent)):
+        owner = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+        parent.update(zip(rows.tolist(), owner.tolist(), strict=True))
+    return parent
+
+
+_SHAPE_COLUMNS = (
+    "op",
+    "input_dims",
+    "input_types",
+    "concrete_inputs",
+    "kind",
+    "precision",
+    "exact",
+    "note",
+)
+_WORK_COLUMNS = ("flops", "bytes", "kernels", "kernel_time_ns", "host_copy")
+OP_COST_COLUMNS = ("host_row", *_SHAPE_COLUMNS, *_WORK_COLUMNS)
+"""Columns of :func:`op_costs`."""
+OP_GROUP_COLUMNS = (*_SHAPE_COLUMNS, "calls", *_WORK_COLUMNS)
+"""Columns of :func:`op_groups`."""
+GPU_TIME = "gpu_time_ns"
+"""The ``attrs`` key of the trace's GPU work time on both tables."""
+
+
+def gpu_work_time_ns(trace: Trace) -> int:
+    """Σ (end − start) of the trace's GPU activities of kind kernel, memcpy and memset: the
+    GPU time the op models are a share of."""
+    g = trace.gpu
+    if g.empty:
+        return 0
+    work = g[g["kind"].isin(GPU_WORK_KINDS).to_numpy()]
+    return int((work["end_ns"] - work["start_ns"]).sum())
+
+
+def _empty(cols: list[str], gpu_time: int) -> pd.DataFrame:
+    out = pd.DataFrame(columns=cols)
+    out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+def op_costs(trace: Trace) -> pd.DataFrame:
+    """One row per modelled op call that launched GPU work.
+
+    Columns: host_row, op, input_dims, input_types, concrete_inputs (the recorded arguments,
+    JSON text, "" when absent), kind, precision, exact (every argument the model needs was
+    recorded; False: an estimate), note (why an estimate), flops, bytes, kernels (number of
+    GPU activities), kernel_time_ns (sum of their durations), host_copy (the op's GPU work
+    includes a copy to or from host memory: PCIe-bound, so the DRAM roof does not apply).
+    ``attrs["gpu_time_ns"]``: :func:`gpu_work_time_ns`.
+    """
+    cols = list(OP_COST_COLUMNS)
+    host, gpu = trace.host, trace.gpu
+    gpu_time = gpu_work_time_ns(trace)
+    if host.empty or gpu.empty:
+        return _empty(cols, gpu_time)
+    cat = host["cat"].astype(object).to_numpy()
+    ops = np.flatnonzero(cat == "cpu_op")
+    launches = np.flatnonzero(launch_mask(host))
+    if len(ops) == 0 or len(launches) == 0:
+        return _empty(cols, gpu_time)
+
+    names = host["name"].astype(object).to_numpy()
+    dims = host["input_dims"].to_numpy()
+    types = host["input_types"].to_numpy()
+    none = np.full(len(host), None, dtype=object)
+    concrete = host["concrete_inputs"].to_numpy() if "concrete_inputs" in host else none
+    strides = host["input_strides"].to_numpy() if "input_strides" in host else none
+    costs: dict[int, OpCost] = {}
+    for i in ops.tolist():
+        if names[i] in MODELS:
+            c = model_op(names[i], dims[i], types[i], concrete[i], strides[i])
+            if c is not None:
+                costs[i] = c
+    if not costs:
+        return _empty(cols, gpu_time)
+
+    parent = _sweep_parents(host, ops, launches)
+    start = host["start_ns"].to_numpy()
+    end = host["end_ns"].to_numpy()
+    tid = host["tid"].to_numpy()
+    ext = host["external_id"].to_numpy()
+    op_by_ext: dict[int, int] = {}
+    for i in ops.tolist():
+        if ext[i] >= 0:
+            op_by_ext.setdefault(int(ext[i]), i)
+
+    # outermost modelled ancestor-or-self of each op; parents precede children in start order
+    top: dict[int, int] = {}
+    for i in sorted(ops.tolist(), key=lambda r: (start[r], -end[r], r)):
+        p = parent.get(i, -1)
+        up = top.get(p, -1) if p >= 0 else -1
+        top[i] = up if up >= 0 else (i if i in costs else -1)
+
+    owner_of_launch: dict[int, int] = {}
+    for r in launches.tolist():
+        linked = parent.get(r, -1)
+        cand = op_by_ext.get(int(ext[r])) if ext[r] >= 0 else None
+        if cand is not None and tid[cand] == tid[r] and start[cand] <= start[r] < end[cand]:
+            linked = cand
+        owner = top.get(linked, -1) if linked >= 0 else -1
+        if owner >= 0:
+            owner_of_launch[r] = owner
+
+    g = gpu[gpu["kind"].isin(GPU_WORK_KINDS) & (gpu["correlation"] >= 0)]
+    calls = launching_calls(host, g["correlation"].to_numpy())
+    owners = pd.Series(calls, index=g.index).map(owner_of_launch)
+    g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
+    if g.empty:
+        return _empty(cols, gpu_time)
+    agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
+    tf32_owners = set(
+        g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
+    )
+    copy_kind = g["copy_kind"].astype(object).fillna("").astype(str)
+    host_owners = set(
+        g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)
+    )
+    rows = []
+    for owner, k, t in zip(agg.index, agg["kernels"], agg["kernel_time_ns"], strict=True):
+        i = int(owner)
+        c = costs[i]
+        prec = c.precision
+        if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
+            prec = "tf32_tensor"
+        rows.append(
+            (
+                i,
+                names[i],
+                _text(dims[i]),
+                _text(types[i]),
+                _text(concrete[i]),
+                c.kind,
+                prec,
+                c.exact,
+                c.note,
+                c.flops,
+                c.bytes,
+                int(k),
+                int(t),
+                i in host_owners,
+            )
+        )
+    out = pd.DataFrame(rows, columns=cols)
+    out = out.sort_values("host_row", kind="stable").reset_index(drop=True)
+    out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+def _text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, (str, bytes)):
+        return v.decode() if isinstance(v, bytes) else v
+    return msgspec.json.encode(v).decode()
+
+
+def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
+    """Calls of the same op with the same recorded arguments (shapes, dtypes, concrete
+    inputs), summed: op, input_dims, input_types, concrete_inputs, kind, precision, exact (all
+    calls exact), note (the first estimate's), calls, flops, bytes, kernels, kernel_time_ns,
+    host_copy; sorted by kernel time, longest first.  Keeps ``attrs["gpu_time_ns"]``."""
+    cols = list(OP_GROUP_COLUMNS)
+    gpu_time = costs.attrs.get(GPU_TIME)
+    if costs.empty:
+        out = pd.DataFrame(columns=cols)
+        if gpu_time is not None:
+            out.attrs[GPU_TIME] = gpu_time
+        return out
+    keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
+    g = (
+        costs.groupby(keys, sort=False, observed=True)
+        .agg(
+            kind=("kind", "first"),
+            exact=("exact", "all"),
+            note=("note", _first_note),
+            calls=("flops", "size"),
+            flops=("flops", "sum"),
+            bytes=("bytes", "sum"),
+            kernels=("kernels", "sum"),
+            kernel_time_ns=("kernel_time_ns", "sum"),
+            host_copy=("host_copy", "any"),
+        )
+        .reset_index()
+    )
+    out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
+        cols
+    ].reset_index(drop=True)
+    if gpu_time is not None:
+        out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+def _first_note(notes: pd.Series) -> str:
+    return next((n for n in notes if n), "")
