@@ -150,14 +150,14 @@ class StepRow(TypedDict):
 
 
 # --- efficiency (docs/efficiency.md) ----------------------------------------------------------
-class OccupancyKernel(TypedDict):
-    """``ranks[].occupancy.by_kernel[]``: one (kernel, launch configuration) group."""
-
+class _OccupancyKernel(TypedDict):
     name: str
     block: str
     threads: Int
-    registers: Int
-    smem_bytes: Int
+    registers: Int | None
+    """Registers (VGPRs on AMD) per thread; None when the source does not record them."""
+    smem_bytes: Int | None
+    """Shared memory (LDS on AMD) per block; None when the source does not record it."""
     calls: Count
     time_ns: Ns
     time_share: Share | None
@@ -171,6 +171,14 @@ class OccupancyKernel(TypedDict):
     error: str
 
 
+class OccupancyKernel(_OccupancyKernel, total=False):
+    """``ranks[].occupancy.by_kernel[]``: one (kernel, launch configuration) group.  AMD (CDNA)
+    groups add ``upper_bound`` and ``limits_not_applied`` (docs/efficiency.md §1b)."""
+
+    upper_bound: bool | None
+    limits_not_applied: list[str]
+
+
 class OccupancyFlag(TypedDict):
     """``ranks[].occupancy.flags[]``: a hot kernel at low theoretical occupancy."""
 
@@ -182,9 +190,7 @@ class OccupancyFlag(TypedDict):
     suggestion: str
 
 
-class Occupancy(TypedDict):
-    """``ranks[].occupancy``."""
-
+class _Occupancy(TypedDict):
     arch: str | None
     limits_source: str | None
     kernels: Count
@@ -198,6 +204,15 @@ class Occupancy(TypedDict):
     flags: list[OccupancyFlag]
 
 
+class Occupancy(_Occupancy, total=False):
+    """``ranks[].occupancy``; ``upper_bound``/``limits_not_applied`` when some limits could not
+    be applied (AMD traces record no VGPRs/LDS), ``notes`` on what was left out."""
+
+    upper_bound: bool
+    limits_not_applied: list[str]
+    notes: list[str]
+
+
 class Ceilings(TypedDict):
     """``...points[].ceilings``: the roofs a point is measured against."""
 
@@ -207,9 +222,7 @@ class Ceilings(TypedDict):
     unverified: list[str]
 
 
-class RooflinePoint(TypedDict):
-    """``ranks[].roofline.ops.points[]`` and ``ranks[].roofline.ncu.kernels[]``."""
-
+class _RooflinePoint(TypedDict):
     key: str
     name: str
     calls: Count
@@ -238,9 +251,17 @@ class RooflinePoint(TypedDict):
     missing: list[str]
 
 
-class RooflineOps(TypedDict):
-    """``ranks[].roofline.ops``: the op-shape roofline of the rank."""
+class RooflinePoint(_RooflinePoint, total=False):
+    """``ranks[].roofline.ops.points[]`` and ``ranks[].roofline.ncu.kernels[]``; op points add
+    whether their cost is exact (``exact``, ``model_note``: why an estimate) and
+    ``model_error`` (why a point above its roof is a model error, not an achievement)."""
 
+    exact: bool | None
+    model_note: str
+    model_error: str | None
+
+
+class _RooflineOps(TypedDict):
     gpu_peaks: str | None
     device: str | None
     modelled_calls: Count
@@ -248,6 +269,15 @@ class RooflineOps(TypedDict):
     modelled_gpu_time_share: NonNeg | None
     points_total: Count
     points: list[RooflinePoint]
+
+
+class RooflineOps(_RooflineOps, total=False):
+    """``ranks[].roofline.ops``: the op-shape roofline of the rank; ``gpu_peaks_match`` when the
+    peak entry was found other than by the device name, ``gpu_peaks_missing`` why none applies
+    (docs/efficiency.md §6)."""
+
+    gpu_peaks_match: str
+    gpu_peaks_missing: str
 
 
 class NcuRoofline(TypedDict, total=False):

@@ -65,10 +65,12 @@ def test_peaks_are_the_documented_per_cu_rates_times_cus_times_clock(
 
 def test_memory_bandwidths_are_the_documented_figures() -> None:
     t = load_peaks()
-    bw = {n: t.get(n).values["mem_bw_gbs"] for n in ("MI300X OAM 192 GB", "MI250 (one GCD)")}
+    bw = {
+        n: peaks_named(t, n).values["mem_bw_gbs"] for n in ("MI300X OAM 192 GB", "MI250 (one GCD)")
+    }
     # ROCm docs: MI300X 5.3 TB/s; MI250 3.2 TB/s per OAM = 1.6 TB/s per GCD
     assert bw == {"MI300X OAM 192 GB": 5300.0, "MI250 (one GCD)": 1600.0}
-    assert t.get("MI325X OAM 256 GB").is_unverified("mem_bw_gbs")
+    assert peaks_named(t, "MI325X OAM 256 GB").is_unverified("mem_bw_gbs")
 
 
 def _amd(name: str, cc: tuple[int, int], cus: int, gib: float | None = None) -> DeviceInfo:

@@ -8,11 +8,12 @@ import io
 
 from rich.console import Console
 
+from analyzers import headline
 from analyzers.gpu_peaks import find_peaks
 from analyzers.op_models import op_costs, op_groups
 from analyzers.roofline import op_roofline
 from collectors.peaks import load_peaks
-from reports import html_metrics, html_payload
+from reports import html_payload
 from reports.efficiency_console import print_efficiency_sections
 from tests.support.op_traces import Op, op_trace
 
@@ -39,7 +40,7 @@ def _rank() -> tuple[dict, object]:
 def test_model_errors_are_neither_plotted_nor_counted_as_achieved() -> None:
     rank, r = _rank()
     summary = {"ranks": [rank]}
-    card = html_metrics.throughput_card(summary)
+    card = headline.throughput_card(summary)
     linear = next(p for p in r if p.name == "aten::linear")
     assert card is not None and card["time_ns"] == 26_000
     assert card["tflops"] * 1e12 == linear.flops_per_s_total
