@@ -88,7 +88,23 @@ def normalise(doc: Any) -> Any:
     out = json.loads(text)
     if isinstance(out, dict) and isinstance(out.get("tool"), dict):
         out["tool"].pop("version", None)
+    _drop_version_keys(out)
     return out
+
+
+def _drop_version_keys(doc: Any) -> None:
+    """The gate's environment records gpuscope's version and a fingerprint hashed from it: both
+    depend on how the checkout is installed, not on the code (every other fact is kept)."""
+    if isinstance(doc, dict):
+        env = doc.get("environment")
+        if isinstance(env, dict):
+            env.pop("gpuscope_version", None)
+            env.pop("fingerprint", None)
+        for v in doc.values():
+            _drop_version_keys(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            _drop_version_keys(v)
 
 
 def _save(outdir: Path, name: str, proc: subprocess.CompletedProcess[str], json_path: Path) -> None:
@@ -175,8 +191,8 @@ def diff(a: Path, b: Path) -> int:
         bad += 1
     same = 0
     for n in sorted(names_a & names_b):
-        da = json.loads((a / n).read_text())
-        db = json.loads((b / n).read_text())
+        da = normalise(json.loads((a / n).read_text()))
+        db = normalise(json.loads((b / n).read_text()))
         if da == db:
             same += 1
             continue
