@@ -20,7 +20,7 @@ import pytest
 
 from collectors.load import load_traces
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = str(REPO / "examples" / "train_tiny.py")
 GPUSCOPE = [sys.executable, "-m", "cli.main"]
 HAVE_REPORT = importlib.util.find_spec("reports.html") is not None

@@ -23,7 +23,7 @@ from profiler import session as session_mod
 from profiler.config import CaptureConfig, StepWindow, parse_steps
 from profiler.session import Session
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

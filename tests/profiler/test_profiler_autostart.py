@@ -13,7 +13,7 @@ from profiler import autostart
 from profiler import session as session_mod
 from profiler.launch import SHIM_DIR
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

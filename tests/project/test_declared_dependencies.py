@@ -22,7 +22,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("profiler", "collectors", "analyzers", "reports", "cli")
 # Modules of extras that cannot be installed on this machine (GPU-only, or another Python),
 # so ``packages_distributions`` cannot name their distribution: module → distribution.

@@ -164,7 +164,7 @@ def test_summary_without_ranks_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_every_metric_is_documented_with_its_default_threshold() -> None:
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "gating.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "gating.md").read_text()
     for name, spec in METRICS.items():
         assert f"`{name}`" in doc, name
         assert spec.warn <= spec.fail

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.serving_data import tracelens_root
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "inference.md"
 
 

@@ -1,6 +1,6 @@
 """The JSON summary's communication keys (``collectives``, ``comm``, ``comm_skew``).
 
-Uses the hand-built two-rank trace of tests/test_comm_two_ranks.py, whose figures are computed
+Uses the hand-built two-rank trace of tests/analyzers/test_comm_two_ranks.py, whose figures are computed
 by hand there; here they must come out unchanged through the summary, as valid JSON.
 """
 
