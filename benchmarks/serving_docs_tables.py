@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from support import serving_docs, tracelens_compare  # noqa: E402
+from tests.support import serving_docs, tracelens_compare  # noqa: E402
 
 DOC = REPO / "docs" / "inference.md"
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n).*?(<!-- end generated -->)", re.S)

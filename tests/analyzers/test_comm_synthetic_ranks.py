@@ -1,4 +1,4 @@
-"""End to end on the synthetic multi-rank Kineto traces (collectors.synthetic), through the
+"""End to end on the synthetic multi-rank Kineto traces (tests.support.synthetic), through the
 Kineto reader: exposed communication per step against the generator's ground truth (by
 construction), sizes against the raw ``record_param_comms`` args, and skew against the NCCL
 kernel durations read from the raw JSON files.
@@ -16,7 +16,7 @@ from analyzers.collectives import collectives_table
 from analyzers.comm import exposed_by_collective, window_collectives
 from analyzers.skew import cross_rank_skew
 from collectors.load import load_traces
-from collectors.synthetic import read_ground_truth, write_samples
+from tests.support.synthetic import read_ground_truth, write_samples
 
 RANKS, STEPS = 3, 5
 

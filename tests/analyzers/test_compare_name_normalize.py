@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import shared_path
 
 from analyzers.name_normalize import normalize_kernel_name as norm
 from collectors.load import load_traces
+from tests.support.env import shared_path
 
 
 @pytest.mark.parametrize(

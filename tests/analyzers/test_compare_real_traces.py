@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
 
 from analyzers.compare import Comparison, compare
 from analyzers.compare_sides import side_from_traces
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
+from tests.support.env import shared_path
 
 PAIR = ("kineto", "hta", "trace_compare")
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}

@@ -1,6 +1,6 @@
 """A synthetic pair with known changes: one kernel 20 % slower, one collective added.
 
-BASE is :func:`collectors.synthetic.generate` (2 ranks, 12 ProfilerSteps).  CURRENT is the same
+BASE is :func:`tests.support.synthetic.generate` (2 ranks, 12 ProfilerSteps).  CURRENT is the same
 trace with time *inserted*: every instance of the GEMM kernel gets ``round(d / 5)`` ns longer
 (everything after its end moves later, ranges that straddle it grow), the host-to-device
 memcpy gets 10 % longer (a small third change), and in every step a new all-gather (its
@@ -24,8 +24,8 @@ from analyzers.compare import compare
 from analyzers.compare_sides import side_from_summary, side_from_traces
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
-from collectors.synthetic import COMM_STREAM, COMPUTE_NAMES, MEMCPY_NAME, NCCL_NAME, generate
 from reports.summary import build_summary
+from tests.support.synthetic import COMM_STREAM, COMPUTE_NAMES, MEMCPY_NAME, NCCL_NAME, generate
 
 RANKS = 2
 STEPS = 12

@@ -18,7 +18,7 @@ from analyzers.host_bound import (
     verdict,
 )
 from analyzers.options import AnalysisOptions
-from tests.builders import US, trace_us
+from tests.support.builders import US, trace_us
 
 RT = "cuda_runtime"
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"

@@ -12,13 +12,13 @@ import math
 from functools import cache
 
 import pytest
-from conftest import HTA_TRACES, shared_path
 
 from analyzers.kernel_summary import kernel_summary
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import overlap, temporal_breakdown
 from collectors.load import load_traces
 from collectors.model import Trace
+from tests.support.env import HTA_TRACES, shared_path
 
 # metrics.md §9.0: overlap %, idle µs, compute µs, non-compute µs, span µs, idle %, compute %,
 # non-compute % (None = NaN: no communication)

@@ -26,12 +26,12 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import HTA_TRACES, shared_path
 
 from analyzers.idle import stream_idle_breakdown
 from analyzers.launch import hta_launches, launch_stats, queue_length, queue_summary
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace, make_trace
+from tests.support.env import HTA_TRACES, shared_path
 
 TRACES = {k: v for k, v in HTA_TRACES.items() if k != "alexnet"}
 

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import gpuscope, shared_path
 
 from analyzers.host_bound import rank_verdict, step_verdicts
 from analyzers.idle import (
@@ -25,6 +24,8 @@ from analyzers.memory import NOTE_NO_MEMORY, memory_analysis
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace, TraceMeta, make_trace
 from reports.summary import build_summary
+from tests.support.cli import gpuscope
+from tests.support.env import shared_path
 
 US = 1000
 

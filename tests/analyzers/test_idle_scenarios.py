@@ -31,7 +31,7 @@ from analyzers.idle import (
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import temporal_breakdown
 from collectors.model import Trace
-from tests.builders import US, trace_us
+from tests.support.builders import US, trace_us
 
 RT = "cuda_runtime"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"

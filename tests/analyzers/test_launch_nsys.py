@@ -23,7 +23,7 @@ from analyzers.options import AnalysisOptions
 from analyzers.temporal import temporal_breakdown
 from analyzers.window import gpu_events
 from collectors.model import GPU_WORK_KINDS, Trace
-from tests.conftest import SHARED_DATA
+from tests.support.env import SHARED_DATA
 
 WITH_KERNELS_AND_RUNTIME = (
     "nsys2022.2.1.31__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite",

@@ -13,7 +13,7 @@ import pytest
 from analyzers.nvtx_ranges import RANGE_COLUMNS, nvtx_gpu_projection, range_launches
 from collectors.model import TraceMeta, make_trace
 from collectors.nsys import read_nsys
-from tests.conftest import shared_path
+from tests.support.env import shared_path
 
 
 def hand_trace():

@@ -6,12 +6,12 @@ import csv
 from dataclasses import replace
 
 import pytest
-from conftest import SHARED_DATA, shared_path
 
 from analyzers.arch import ARCHS, arch_limits, limits_for_device, normalize_arch
 from analyzers.occupancy import UNLIMITED, LaunchConfig, occupancy, what_if
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo
+from tests.support.env import SHARED_DATA, shared_path
 
 
 def _vector_rows() -> list[dict[str, str]]:

@@ -8,13 +8,13 @@ import json
 import math
 
 import pytest
-from conftest import shared_path
 
 from analyzers.arch import arch_limits
 from analyzers.kernel_occupancy import kernel_occupancy
 from analyzers.occupancy import LaunchConfig, occupancy
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from tests.support.env import shared_path
 
 NAN = float("nan")
 A100 = DeviceInfo(id=0, name="NVIDIA A100-SXM4-40GB", compute_major=8, compute_minor=0)

@@ -12,11 +12,11 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from analyzers.kernel_occupancy import kernel_occupancy, normalize_kernel_name
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 from collectors.ncu import read_ncu_csv
+from tests.support.env import shared_path
 
 NAN = float("nan")
 

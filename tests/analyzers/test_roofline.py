@@ -8,13 +8,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, shared_path
 
 from analyzers.gpu_peaks import peaks_named
 from analyzers.roofline import ncu_roofline
 from collectors.errors import InputError
 from collectors.ncu import read_ncu_csv
 from collectors.peaks import load_peaks
+from tests.support.env import SHARED_DATA, shared_path
 
 LEARNING = sorted(p.name for p in (SHARED_DATA / "ncu").glob("LearningNote4Dev__*.csv"))
 PROFILER = sorted(p.name for p in (SHARED_DATA / "ncu").glob("GPU-Roofline-Profiler__*_ncu_*.csv"))

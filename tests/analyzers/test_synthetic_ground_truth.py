@@ -1,4 +1,4 @@
-"""The analyses reproduce the synthetic samples' ground truth exactly (collectors/synthetic.py).
+"""The analyses reproduce the synthetic samples' ground truth exactly (tests/support/synthetic/).
 
 The generator knows every number by construction (its own arithmetic, no interval code); the
 JSON sections of the summary must equal them to the nanosecond, for HTA's default window and
@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.kernel_summary import kernel_summary
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from collectors.model import Trace
-from collectors.synthetic import read_ground_truth, write_samples
 from reports.summary.sections import core as core_sections
+from tests.support.env import SAMPLES
+from tests.support.synthetic import read_ground_truth, write_samples
 
 WINDOWS = {"default": AnalysisOptions(), "all_events": AnalysisOptions(all_events=True)}
 

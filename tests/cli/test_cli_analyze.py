@@ -8,7 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import gpuscope, shared_path
+
+from tests.support.cli import gpuscope
+from tests.support.env import shared_path
 
 TRACE_FILTER = ("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
 

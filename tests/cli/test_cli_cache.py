@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from cli.main import main
 from collectors.cache import CACHE_ENV, TraceCache, read_kineto_cached
+from tests.support.env import shared_path
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, shared_path
-from conftest import gpuscope as run_gpuscope
+
+from tests.support.cli import gpuscope as run_gpuscope
+from tests.support.env import SAMPLES, shared_path
 
 PAIR = ("kineto", "hta", "trace_compare")
 EVIL = 'evil<script>alert("x")</script>&kernel<float>'

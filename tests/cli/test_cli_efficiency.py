@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import require_service, shared_path
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
@@ -16,6 +15,7 @@ from collectors.model import DeviceInfo, TraceMeta, make_trace
 from collectors.ncu import read_ncu_csv
 from reports.summary.sections.efficiency import occupancy as occupancy_section
 from reports.summary.sections.efficiency import roofline as roofline_section
+from tests.support.env import require_service, shared_path
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, gpuscope
 
 from cli.main import main
 from cli.report import looks_like_summary
 from reports.perfetto import NVML_PID
 from reports.summary import write_summary
+from tests.support.cli import gpuscope
+from tests.support.env import SAMPLES
 
 T0 = 1_700_000_000_000_000_000
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import gpuscope
+from tests.support.cli import gpuscope
 
 
 def _event(name: str, cat: str, ts: float, dur: float, **args: object) -> dict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import gpuscope, shared_path
+from tests.support.cli import gpuscope
+from tests.support.env import shared_path
 
 ALLREDUCE = ("nccl-tests", "superbench_a100-sxm4-40gb_1node_8gpu_allreduce.log")
 

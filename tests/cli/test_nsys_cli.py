@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from tests.conftest import REPO, SHARED_DATA, shared_path
+from tests.support.env import REPO, SHARED_DATA, shared_path
 
 FILES = sorted((SHARED_DATA / "nsys").glob("*.sqlite"))
 

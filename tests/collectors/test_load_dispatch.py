@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
 
 from collectors.errors import InputError
 from collectors.load import expand_inputs, load_traces
+from tests.support.env import SAMPLES
 
 
 def test_run_directory_is_read_through_its_traces_folder(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import gzip
 import json
 
 import pytest
-from conftest import shared_path
 
 from analyzers.classify import COMMUNICATION, classify_name
 from collectors.nccl_kernels import parse_kernel_name, parse_kernel_names
+from tests.support.env import shared_path
 
 CASES = [
     # (name, family, collective, algo, proto, redop, dtype)

@@ -6,10 +6,10 @@ import csv
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, shared_path
 
 from collectors.errors import InputError
 from collectors.ncu import convert_unit, parse_number, read_ncu_csv
+from tests.support.env import SHARED_DATA, shared_path
 
 NCU_FILES = sorted(
     p.name

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
 
 from analyzers.gpu_peaks import find_peaks, peaks_named
 from collectors.errors import InputError, UsageError
 from collectors.peaks import load_peaks
+from tests.support.env import SHARED
 
 GPUS_MD = SHARED / "reference" / "gpus.md"
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SAMPLES
 
 from collectors.kineto import read_kineto_files
-from collectors.synthetic import GROUND_TRUTH_FILE, main, read_ground_truth, write_samples
+from tests.support.env import SAMPLES
+from tests.support.synthetic import GROUND_TRUTH_FILE, main, read_ground_truth, write_samples
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
 

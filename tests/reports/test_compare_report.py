@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from test_compare_hand import ALL, base_trace, current_trace
 
 from analyzers.compare import compare
 from analyzers.compare_sides import side_from_summary, side_from_traces
 from reports.compare_report import comparison_to_dict, print_comparison, render_section
 from reports.summary import build_summary
+from tests.support.compare_traces import ALL, base_trace, current_trace
 
 
 def hand_doc(by: str = "kernel", scale: int = 1) -> dict:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.summaries import summary
 
 from reports import findings as F
+from tests.support.summaries import summary
 
 
 def steps(duration: int, exposed: int = 0, idle: int = 0, n: int = 2) -> list[dict[str, int]]:

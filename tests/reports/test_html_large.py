@@ -18,7 +18,7 @@ from reports.html_payload import TOP_KERNELS
 from reports.html_series import MAX_BREAKDOWN_RANKS, MAX_BREAKDOWN_STEPS, MAX_COUNTER_POINTS
 from reports.summary import build_summary
 from reports.summary.sections.series import PLOT_FIELDS
-from tests.builders import h100
+from tests.support.builders import h100
 
 RANKS = 8
 STEPS = 250

@@ -9,13 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
-from support.summaries import summary
 
 from analyzers.headline import cards
 from analyzers.stats import quantile
 from collectors.load import load_traces
-from collectors.synthetic import read_ground_truth
 from reports.html_payload import (
     build_payload,
     collectives,
@@ -26,6 +23,9 @@ from reports.html_payload import (
 )
 from reports.html_series import heatmap, step_breakdown
 from reports.summary import build_summary
+from tests.support.env import SAMPLES
+from tests.support.summaries import summary
+from tests.support.synthetic import read_ground_truth
 
 
 def step(n: int, duration: int, compute: int = 0, exposed: int = 0, idle: int = 0) -> dict:

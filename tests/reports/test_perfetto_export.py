@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
 
 from collectors.errors import UsageError
 from collectors.load import load_traces
@@ -23,6 +22,7 @@ from reports.perfetto import (
     step_counter,
     write_perfetto,
 )
+from tests.support.env import SAMPLES
 
 UNIX = 1_700_000_000_000_000_000
 

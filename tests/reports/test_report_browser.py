@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, require_service
-from test_html_structure import ALL_FIGURES, EVIL_KERNELS, EVIL_RANGES, hostile_summary
-from test_html_structure import sample_summary as sample_summary  # module-scoped fixtures
 
 from reports.html import write_report
+from tests.support.env import REPO, require_service
+from tests.support.html_summaries import ALL_FIGURES, EVIL_KERNELS, EVIL_RANGES
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +32,6 @@ FLAGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(os.environ.get("GPUSCOPE_ARTIFACTS", REPO / "tests" / "artifacts"))
-__all__ = ["hostile_summary", "sample_summary"]
 
 
 def chromium_path() -> str | None:

@@ -9,9 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from conftest import SHARED_DATA, shared_path
-
 from collectors.model import Trace
+from tests.support.env import SHARED_DATA, shared_path
 
 TRACELENS = ("kineto", "tracelens")
 HTA_MI250 = ("kineto", "hta", "amd_trace", "mi250_minitoy_train_ROCm6_2_kineto.json.gz")

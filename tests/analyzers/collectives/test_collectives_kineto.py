@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
 from analyzers.collectives import collectives_table
 from analyzers.comm import collective_summary, exposed_by_collective
 from analyzers.temporal import overlap
 from collectors.load import load_traces
 from collectors.model import Trace
+from tests.support.env import shared_path
 
 TRACES = {
     "nccl_data": ("nccl_parser_config", "nccl_data.json.gz"),

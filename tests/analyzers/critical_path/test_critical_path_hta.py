@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
 from analyzers.critical_path.events import Events, build_events
 from analyzers.critical_path.hta_graph import (
@@ -26,6 +25,7 @@ from analyzers.critical_path.hta_graph import (
     hta_critical_path,
 )
 from collectors.load import load_traces
+from tests.support.env import shared_path
 from tests.support.hta_reference import raw_events, with_raw_fields
 
 ALEX_FWD = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"

@@ -4,11 +4,11 @@ each predicts the step time of the same run generated without it; real traces re
 from __future__ import annotations
 
 import pytest
-from conftest import SAMPLES, shared_path
 
 from analyzers.critical_path.analysis import CriticalPath, critical_path_analysis
 from collectors.load import load_traces
 from tests.support.critical_path_traces import step_times, training_run
+from tests.support.env import SAMPLES, shared_path
 
 DELTA = 150_000  # ns
 

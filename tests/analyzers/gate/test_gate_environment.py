@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from support.summaries import make_summary
 
 from analyzers.gate.environment import environment_from_summary
 from collectors.errors import UsageError
+from tests.support.summaries import make_summary
 
 
 def test_environment_from_summary_and_overrides() -> None:

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.summaries import complete, kernel_row, make_summary
 
 from analyzers.gate.metrics import METRICS, extract_metrics, metric_of, series_key
 from collectors.errors import InputError
 from collectors.summary.reader import read_summary
 from collectors.summary.schema import CollectiveRow
+from tests.support.summaries import complete, kernel_row, make_summary
 
 
 def test_step_time_is_the_median_over_steps_of_the_slowest_rank() -> None:

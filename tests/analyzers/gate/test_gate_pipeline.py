@@ -1,6 +1,6 @@
 """The gate on real summaries: synthetic Kineto traces → load → build_summary → gate.
 
-The generator (``collectors.synthetic``) knows each step's duration (its ground truth), which is
+The generator (``tests.support.synthetic``) knows each step's duration (its ground truth), which is
 the independent reference for the gate's step-time samples.
 """
 
@@ -18,7 +18,7 @@ from analyzers.gate.metrics import extract_metrics
 from analyzers.gate.rules import parse_rules
 from analyzers.gate.verdicts import decide
 
-synthetic = pytest.importorskip("collectors.synthetic")
+synthetic = pytest.importorskip("tests.support.synthetic")
 STEPS = 31
 
 

@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from support.summaries import kernel_row, make_summary, sim_summary
 
 from analyzers.gate.baseline import Baseline
 from analyzers.gate.metrics import MetricValue, extract_metrics
 from analyzers.gate.rules import GateRules
 from analyzers.gate.statistics import robust_spread, se_of_median
 from analyzers.gate.verdicts import GateResult, decide
+from tests.support.summaries import kernel_row, make_summary, sim_summary
 
 TRIALS = 200
 

@@ -6,11 +6,11 @@ while the launch statistics counted these calls)."""
 from __future__ import annotations
 
 import numpy as np
-from conftest import shared_path
 
 from analyzers.op_models import op_costs
 from collectors.kineto import read_kineto
 from collectors.linking import launching_calls
+from tests.support.env import shared_path
 
 
 def test_mtia_runtime_calls_launch_the_work_ops_own() -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
 from analyzers.gpu_peaks import find_peaks, peaks_named
 from analyzers.op_models import MODELS, OP_GROUP_COLUMNS, model_op, op_costs, op_groups
 from analyzers.roofline import op_roofline
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 from collectors.peaks import load_peaks
+from tests.support.env import shared_path
 
 F = '"float"'
 H = '"c10::Half"'

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
 from analyzers.op_models import model_op, op_costs
 from analyzers.op_models.attention import causal_pairs
+from tests.support.env import shared_path
 
 H = "c10::BFloat16"
 

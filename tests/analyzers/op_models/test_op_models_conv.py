@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import shared_path
 
 from analyzers.op_models import model_op, op_costs
+from tests.support.env import shared_path
 
 F = "float"
 

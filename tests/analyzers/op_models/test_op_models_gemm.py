@@ -6,9 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 
-from conftest import shared_path
-
 from analyzers.op_models import model_op, op_costs
+from tests.support.env import shared_path
 
 B = "c10::BFloat16"
 

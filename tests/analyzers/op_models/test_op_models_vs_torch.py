@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_service
 
 from analyzers.op_models import attention as att
 from analyzers.op_models import conv, model_op
+from tests.support.env import require_service
 
 pytestmark = pytest.mark.torch
 

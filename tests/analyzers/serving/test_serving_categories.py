@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from support import tracelens_compare as tl
-from support.serving_data import tracelens_root
 
 from analyzers.serving.categories import (
     CATEGORIES,
@@ -17,6 +15,8 @@ from analyzers.serving.categories import (
     category_breakdown,
     kernel_category,
 )
+from tests.support import tracelens_compare as tl
+from tests.support.serving_data import tracelens_root
 
 CASES = [
     # (kernel name, launching op, kind) -> category

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from support.serving_data import tracelens_root
+
+from tests.support.serving_data import tracelens_root
 
 REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "inference.md"

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from support.raw_kineto import capture_links, has_stream_capture, launch_kernel_names
-from support.serving_builders import (
+
+from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
+from analyzers.serving.graphs import Capture, attribute_graphs
+from analyzers.serving.ops import kernel_ops
+from analyzers.serving.phases import step_ranges
+from collectors.kineto import read_kineto
+from tests.support.raw_kineto import capture_links, has_stream_capture, launch_kernel_names
+from tests.support.serving_builders import (
     Call,
     Kernel,
     Op,
@@ -19,13 +25,7 @@ from support.serving_builders import (
     launched,
     serving_trace,
 )
-from support.serving_data import CAPTURED, inference, tracelens_root
-
-from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
-from analyzers.serving.graphs import Capture, attribute_graphs
-from analyzers.serving.ops import kernel_ops
-from analyzers.serving.phases import step_ranges
-from collectors.kineto import read_kineto
+from tests.support.serving_data import CAPTURED, inference, tracelens_root
 
 
 def _capture() -> tuple:

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-from support.raw_kineto import events
-from support.serving_builders import Call, Kernel, Op, Range, serving_trace
-from support.serving_data import CAPTURED, inference
-
 from analyzers.serving.graphs import attribute_graphs
 from analyzers.serving.moe import moe_rows, moe_view
 from analyzers.serving.ops import kernel_ops
 from analyzers.serving.phases import serving_steps
 from collectors.kineto import read_kineto
+from tests.support.raw_kineto import events
+from tests.support.serving_builders import Call, Kernel, Op, Range, serving_trace
+from tests.support.serving_data import CAPTURED, inference
 
 
 def _ep_layer():

@@ -11,13 +11,13 @@ import re
 
 import pandas as pd
 import pytest
-from support.raw_kineto import events
-from support.serving_builders import Call, Kernel, Range, launched, serving_trace
-from support.serving_data import SERVING, inference
 
 from analyzers.serving.ops import kernel_ops
 from analyzers.serving.phases import PHASE_RULES, PhaseRule, phase_summary, serving_steps
 from collectors.kineto import read_kineto
+from tests.support.raw_kineto import events
+from tests.support.serving_builders import Call, Kernel, Range, launched, serving_trace
+from tests.support.serving_data import SERVING, inference
 
 EXECUTE_MIXED = "execute_40_context_1(sq32sk32sqsq1024sqsk1024)_generation_8(sq8sk800sqsq8sqsk800)"
 

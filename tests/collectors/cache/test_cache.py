@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHARED_DATA, shared_path
 
 from analyzers.collectives import collectives_table
 from collectors import model
@@ -32,6 +31,7 @@ from collectors.errors import InputError
 from collectors.kineto import read_kineto
 from collectors.model import Trace, TraceMeta, make_trace
 from collectors.nsys import read_nsys_files
+from tests.support.env import SHARED_DATA, shared_path
 
 TABLES = ("gpu", "host", "annotations", "counters")
 

@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from collectors.kineto import read_kineto
+from tests.support.env import shared_path
 
 ARGS = {"concrete_inputs": "Concrete Inputs", "input_strides": "Input Strides"}
 

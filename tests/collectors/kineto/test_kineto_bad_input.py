@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from collectors.errors import InputError
 from collectors.kineto import read_kineto, read_kineto_files
+from tests.support.env import shared_path
 
 GOOD_EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SAMPLES, SHARED_DATA, shared_path
 
 from collectors.errors import InputError
 from collectors.kineto import parallel as kineto_parallel
@@ -22,6 +21,7 @@ from collectors.kineto.rows import Rows
 from collectors.kineto.stream import Fallback
 from collectors.kineto.tables import build_trace
 from collectors.model import Trace
+from tests.support.env import SAMPLES, SHARED_DATA, shared_path
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the parallel reader forks (Linux only)"

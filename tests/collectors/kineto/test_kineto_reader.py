@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, shared_path
 
 from collectors.errors import InputError
 from collectors.kineto import rank_from_filename, read_kineto, read_kineto_files
+from tests.support.env import SAMPLES, shared_path
 
 KINETO_FILES = (
     "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",

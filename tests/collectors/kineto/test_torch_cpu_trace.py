@@ -11,9 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLES, require_service
-
 from collectors.kineto import read_kineto
+from tests.support.env import SAMPLES, require_service
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
 

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from collectors.errors import InputError
 from collectors.nccl_tests import parse_nccl_tests_text, peak_table, read_nccl_tests
+from tests.support.env import shared_path
 
 LOGS = [
     "superbench_a100-sxm4-40gb_1node_8gpu_allreduce.log",

@@ -11,7 +11,7 @@ import pytest
 from collectors.errors import InputError
 from collectors.nsys import read_nsys
 from collectors.nsys.schema import ARROW_ENV, NsysDb, use_arrow
-from tests.conftest import SHARED_DATA, shared_path
+from tests.support.env import SHARED_DATA, shared_path
 
 HAVE_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None
 needs_adbc = pytest.mark.skipif(not HAVE_ADBC, reason="adbc-driver-sqlite is not installed")

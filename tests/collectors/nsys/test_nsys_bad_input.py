@@ -12,7 +12,8 @@ import pytest
 from collectors.errors import InputError
 from collectors.nsys import read_nsys
 from collectors.nsys.schema import NsysDb
-from tests.conftest import REPO, gpuscope, shared_path
+from tests.support.cli import gpuscope
+from tests.support.env import REPO, shared_path
 
 FUSER = "nsys2024.6.2.25__Fuser__report2.sqlite"
 

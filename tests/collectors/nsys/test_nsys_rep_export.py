@@ -17,7 +17,7 @@ import pytest
 
 from collectors.errors import InputError, MissingDependencyError
 from collectors.nsys import read_nsys
-from tests.conftest import REPO, shared_path
+from tests.support.env import REPO, shared_path
 
 REP = "nsys2023.1.2.43__recon-stream__report13.nsys-rep"
 SQLITE = "nsys2023.1.2.43__recon-stream__report13.sqlite"

@@ -21,7 +21,7 @@ from analyzers.kernel_summary import kernel_summary
 from collectors.model import Trace
 from collectors.nsys import NO_KERNELS_NOTE
 from collectors.nsys import read_nsys as _read_nsys
-from tests.conftest import SHARED_DATA, shared_path
+from tests.support.env import SHARED_DATA, shared_path
 
 FILES = sorted((SHARED_DATA / "nsys").glob("*.sqlite"))
 

@@ -18,7 +18,7 @@ import pytest
 
 from analyzers.kernel_summary import kernel_summary
 from collectors.nsys import NO_GPU_NOTE, read_nsys, read_nsys_files
-from tests.conftest import REPO
+from tests.support.env import REPO
 
 _spec = importlib.util.spec_from_file_location(
     "nsys_synthetic_export", REPO / "benchmarks" / "nsys_synthetic_export.py"

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.summaries import make_summary
 
 from collectors.errors import InputError
 from collectors.summary.reader import read_summary, read_summary_file
+from tests.support.summaries import make_summary
 
 
 def _file(tmp_path: Path, text: str | bytes, name: str = "s.json") -> Path:

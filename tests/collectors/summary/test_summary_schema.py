@@ -21,11 +21,11 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from conftest import REPO, SAMPLES, shared_path
-from support.summaries import complete, kernel_row, make_summary, sim_summary, summary
 
 from collectors.errors import InputError
 from collectors.summary.schema import SCHEMA_VERSION, RankEntry, Summary
+from tests.support.env import REPO, SAMPLES, shared_path
+from tests.support.summaries import complete, kernel_row, make_summary, sim_summary, summary
 
 SNAPSHOTS = Path(os.environ.get("GPUSCOPE_SNAPSHOTS", REPO.parent / "snapshots"))
 T0 = 1_700_000_000_000_000_000

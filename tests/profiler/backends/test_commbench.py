@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require_service
 
 from collectors.errors import UsageError
 from collectors.nccl_tests import parse_nccl_tests_text
 from profiler.backends.commbench import parse_collectives, parse_sizes
+from tests.support.env import REPO, require_service
 
 pytestmark = pytest.mark.torch
 

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import fake_cupti
 
 from collectors.errors import MissingDependencyError
 from collectors.load import load_traces
 from profiler.backends.cupti import CuptiCapture, load_cupti, to_kineto_events
 from profiler.kineto_writer import write_trace
+from tests.fakes import fake_cupti
 
 UNIX0 = 1_790_000_000_123_456_789
 """Wall clock at start(); the fake's CUPTI clock then reads 5_000_000_000 ns."""

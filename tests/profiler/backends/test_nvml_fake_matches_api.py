@@ -6,7 +6,8 @@ import inspect
 
 import pynvml
 import pytest
-from fakes.fake_pynvml import API, FakeGpu, FakeNvml
+
+from tests.fakes.fake_pynvml import API, FakeGpu, FakeNvml
 
 
 @pytest.mark.parametrize("name", API)

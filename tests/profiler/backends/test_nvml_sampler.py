@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pynvml
 import pytest
-from fakes.fake_pynvml import FakeGpu, FakeNvml
 
 from analyzers.energy import energy_per_step
 from collectors.errors import InputError
 from collectors.nvml import CSV_HEADER, read_counters
 from profiler.backends.nvml import NvmlSampler
+from tests.fakes.fake_pynvml import FakeGpu, FakeNvml
 
 UNIX0 = 1_800_000_000_000_000_000
 

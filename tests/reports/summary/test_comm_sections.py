@@ -1,18 +1,18 @@
 """The JSON summary's communication keys (``collectives``, ``comm``, ``comm_skew``).
 
-Uses the hand-built two-rank trace of tests/analyzers/test_comm_two_ranks.py, whose figures are computed
-by hand there; here they must come out unchanged through the summary, as valid JSON.
+Uses the hand-built two-rank trace of ``tests/support/comm_traces.py``, whose figures are
+computed by hand in ``tests/analyzers/test_comm_two_ranks.py``; here they must come out unchanged
+through the summary, as valid JSON.
 """
 
 from __future__ import annotations
 
 import json
 
-from test_comm_two_ranks import build_rank
-
 from collectors.model import TraceMeta, make_trace
 from reports.summary import build_summary
 from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
+from tests.support.comm_traces import build_rank
 
 
 def test_summary_carries_collectives_comm_and_skew() -> None:

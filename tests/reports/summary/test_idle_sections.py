@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import shared_path
 from rich.console import Console
 
 from analyzers.inputs import AnalysisInputs
@@ -20,6 +19,7 @@ from collectors.model import TraceMeta, make_trace
 from reports.summary import build_summary
 from reports.summary.sections.wait import idle, launch, memory
 from reports.wait_console import print_wait_sections
+from tests.support.env import shared_path
 
 US = 1000
 

@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.errors import InputError, UsageError
 from collectors.kineto.parallel import usable_cpus
 from collectors.load import load_traces
-from collectors.synthetic import write_samples
 from reports.summary import build_summary, planning
 from reports.summary.engine import analyze_paths
 from reports.summary.many_ranks import RUN_REDUCERS
 from reports.summary.planning import Unit, pool_size
 from reports.summary.registry import RUN_SECTIONS
+from tests.support.env import shared_path
+from tests.support.synthetic import write_samples
 
 RANKS = 8
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, shared_path
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from reports.summary import build_summary
+from tests.support.env import SAMPLES, shared_path
 
 CORE_RANK_KEYS = {"rank", "device", "window", "kernel_summary", "temporal", "overlap", "steps"}
 
