@@ -6,8 +6,6 @@ kernel durations read from the raw JSON files.
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from analyzers.collectives import collectives_table
 from analyzers.comm import exposed_by_collective, window_collectives
 from analyzers.skew import cross_rank_skew
 from collectors.load import load_traces
+from tests.support.raw_kineto import trace_events
 from tests.support.synthetic import read_ground_truth, write_samples
 
 RANKS, STEPS = 3, 5
@@ -29,8 +28,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
 
 
 def _raw(folder: Path, rank: int) -> list[dict]:
-    with gzip.open(folder / f"rank-{rank}.json.gz") as f:
-        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    return [e for e in trace_events(folder / f"rank-{rank}.json.gz") if e.get("ph") == "X"]
 
 
 def test_exposed_communication_per_step_is_the_ground_truth(run: tuple) -> None:

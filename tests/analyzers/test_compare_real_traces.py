@@ -7,8 +7,6 @@ correlation, else its own start), the window filter's kept activities, and per-n
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import sqlite3
 from collections import defaultdict
@@ -22,6 +20,7 @@ from analyzers.compare_sides import side_from_traces
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 PAIR = ("kineto", "hta", "trace_compare")
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -29,7 +28,7 @@ GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 def raw_events(folder: Path) -> list[dict[str, Any]]:
     (f,) = sorted(folder.glob("*.json.gz"))
-    return json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]
+    return trace_events(f)
 
 
 def ns(x: Any) -> int:

@@ -12,7 +12,6 @@ the Kineto reader from files.
 
 from __future__ import annotations
 
-import gzip
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +24,7 @@ from analyzers.compare_sides import side_from_summary, side_from_traces
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from reports.summary import build_summary
+from tests.support import kineto_json as kj
 from tests.support.synthetic import COMM_STREAM, COMPUTE_NAMES, MEMCPY_NAME, NCCL_NAME, generate
 
 RANKS = 2
@@ -88,6 +88,7 @@ def add_all_gather(trace: dict[str, Any], rank: int) -> None:
         t = ns(ar["ts"]) + ns(ar["dur"]) + 1000
         insert_time(events, t, GATHER_NS)
         corr, ext = 900_000 + i, 800_000 + i
+        device = ar["args"]["device"]
         meta = {
             "Collective name": "allgather",
             "In msg nelems": 1 << 20,
@@ -98,27 +99,19 @@ def add_all_gather(trace: dict[str, Any], rank: int) -> None:
             "Process Group Description": "default_pg",
             "Process Group Ranks": json.dumps(list(range(RANKS))),
         }
-        host = [
-            ("cpu_op", "record_param_comms", t - 30_000, 20_000, {"External id": ext, **meta}),
-            ("cuda_runtime", "cudaLaunchKernel", t - 25_000, 5_000, {"correlation": corr}),
-        ]
-        for cat, name, start, dur, args in host:
-            events.append(
-                {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": us(start)}
-                | {"dur": us(dur), "args": args}
-            )
-        device = ar["args"]["device"]
-        args = {"device": device, "stream": COMM_STREAM, "correlation": corr, **meta}
-        events.append(
-            {"ph": "X", "cat": "kernel", "name": GATHER, "pid": device, "tid": COMM_STREAM}
-            | {"ts": us(t), "dur": us(GATHER_NS), "args": args}
-        )
+        events += [
+            kj.op("record_param_comms", us(t - 30_000), us(20_000), pid=pid, tid=tid,
+                  **{"External id": ext, **meta}),
+            kj.runtime("cudaLaunchKernel", us(t - 25_000), us(5_000), corr, pid=pid, tid=tid),
+            kj.kernel(GATHER, us(t), us(GATHER_NS), corr, stream=COMM_STREAM, pid=device,
+                      device=device, **meta),
+        ]  # fmt: skip
 
 
 def write(folder: Path, traces: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for r, t in enumerate(traces):
-        (folder / f"rank-{r}.json.gz").write_bytes(gzip.compress(json.dumps(t).encode()))
+        kj.write(folder / f"rank-{r}.json.gz", t)
     return folder
 
 

@@ -3,8 +3,6 @@ beside it (CUPTI estimate, ncu), time weighting, flags; on hand-built and real t
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import sqlite3
 from collections import defaultdict
@@ -17,6 +15,7 @@ from analyzers.kernel_occupancy import kernel_occupancy, normalize_kernel_name
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 from collectors.ncu import read_ncu_csv
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 NAN = float("nan")
 
@@ -186,8 +185,7 @@ def _kineto(*parts: str) -> Trace:
 
 def test_real_kineto_kernels_get_theoretical_occupancy_beside_cuptis_estimate() -> None:
     parts = ("negative_queue_length_values_check", "rank0.json.gz")
-    with gzip.open(shared_path("kineto", "hta", *parts), "rt") as f:
-        ev = json.load(f)["traceEvents"]
+    ev = trace_events(shared_path("kineto", "hta", *parts))
     raw = [e for e in ev if e.get("cat") == "kernel" and "block" in e.get("args", {})]
     # independent join: duration-weighted CUPTI estimate per (name, block, regs, smem)
     est: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import kineto_json as kj
 from tests.support.cli import gpuscope
 from tests.support.env import shared_path
 
@@ -24,22 +25,8 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], path: Path, pr
     assert problem in lines[0].lower()
 
 
-def small_trace(rank: int) -> dict[str, object]:
-    return {
-        "distributedInfo": {"rank": rank},
-        "traceEvents": [
-            {
-                "ph": "X",
-                "cat": "kernel",
-                "name": "k",
-                "ts": 1,
-                "dur": 2,
-                "pid": 0,
-                "tid": 7,
-                "args": {"stream": 7, "correlation": 1},
-            }
-        ],
-    }
+def small_trace(rank: int, name: str = "k") -> dict[str, object]:
+    return kj.trace([kj.kernel(name, 1, 2, 1)], rank=rank)
 
 
 def test_missing_file_exits_2_naming_it(tmp_path: Path) -> None:
@@ -54,7 +41,7 @@ def test_truncated_gzip_exits_2_naming_it(tmp_path: Path) -> None:
 
 
 def test_corrupt_gzip_exits_2_naming_it(tmp_path: Path) -> None:
-    data = bytearray(gzip.compress(json.dumps(small_trace(0)).encode()))
+    data = bytearray(gzip.compress(kj.dumps(small_trace(0))))
     data[-8] ^= 1  # break the CRC
     p = tmp_path / "crc.json.gz"
     p.write_bytes(bytes(data))
@@ -81,7 +68,7 @@ def test_empty_trace_exits_2_naming_it(tmp_path: Path) -> None:
 
 def test_two_files_claiming_one_rank_exit_2_naming_both(tmp_path: Path) -> None:
     for name in ("a.json", "b.json"):
-        (tmp_path / name).write_text(json.dumps(small_trace(3)), encoding="utf-8")
+        kj.write(tmp_path / name, small_trace(3))
     proc = gpuscope("analyze", tmp_path)
     assert_one_line_error(proc, tmp_path / "b.json", "rank 3")
     assert str(tmp_path / "a.json") in proc.stderr
@@ -183,10 +170,7 @@ def test_rank_without_communication_writes_null_overlap_pct(tmp_path: Path) -> N
 
 
 def test_kernel_names_are_printed_as_text_not_markup(tmp_path: Path) -> None:
-    trace = small_trace(0)
-    trace["traceEvents"][0]["name"] = "[bold]k[/bold]<script>"  # type: ignore[index]
-    p = tmp_path / "t.json"
-    p.write_text(json.dumps(trace), encoding="utf-8")
+    p = kj.write(tmp_path / "t.json", small_trace(0, name="[bold]k[/bold]<script>"))
     proc = gpuscope("analyze", p)
     assert proc.returncode == 0, proc.stderr
     assert "[bold]k[/bold]" in proc.stdout
@@ -259,8 +243,7 @@ def test_bad_peaks_file_exits_2_naming_it(tmp_path: Path) -> None:
 
 def test_one_corrupt_file_among_ranks_is_named_and_the_rest_analysed(tmp_path: Path) -> None:
     for r in range(3):
-        p = tmp_path / f"rank-{r}.json"
-        p.write_text(json.dumps(small_trace(r)), encoding="utf-8")
+        kj.write(tmp_path / f"rank-{r}.json", small_trace(r))
     bad = tmp_path / "rank-1.json"
     bad.write_text("{not json", encoding="utf-8")
     out = tmp_path / "s.json"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import shutil
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import kineto_json as kj
 from tests.support.cli import gpuscope as run_gpuscope
 from tests.support.env import SAMPLES, shared_path
 
@@ -105,17 +105,14 @@ def test_different_rank_counts_are_explained_and_compared(tmp_path: Path) -> Non
     assert all(closes(v) for v in doc["views"].values())
 
 
+def _evil_doc(dur_us: int) -> dict[str, Any]:
+    steps = [kj.event(f"ProfilerStep#{i}", "cpu_op", 100 * i, 100, args={}) for i in (1, 2, 3)]
+    kernels = [kj.kernel(EVIL, 100 * i + 10, dur_us, i, device=0) for i in (1, 2, 3)]
+    return kj.trace(steps + kernels)
+
+
 def _evil_trace(path: Path, dur_us: int) -> None:
-    events = [
-        {"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1}
-        | {"ts": 100 * i, "dur": 100, "args": {}}
-        for i in (1, 2, 3)
-    ] + [
-        {"ph": "X", "cat": "kernel", "name": EVIL, "pid": 0, "tid": 7, "ts": 100 * i + 10}
-        | {"dur": dur_us, "args": {"stream": 7, "correlation": i, "device": 0}}
-        for i in (1, 2, 3)
-    ]
-    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    kj.write(path, _evil_doc(dur_us))
 
 
 def test_html_page_escapes_kernel_names_and_embeds_plotly_once(tmp_path: Path) -> None:

@@ -6,28 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support import kineto_json as kj
 from tests.support.cli import gpuscope
 
 
-def _event(name: str, cat: str, ts: float, dur: float, **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
-            "args": args}  # fmt: skip
-
-
 def _kernel(name: str, ts: float, dur: float, corr: int, **args: object) -> dict:
-    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 40, "ts": ts, "dur": dur,
-            "args": {"stream": 40, "correlation": corr, "device": 0, **args}}  # fmt: skip
+    return kj.kernel(name, ts, dur, corr, stream=40, device=0, **args)
 
 
 def partial_trace() -> dict:
     ev = [
-        _event("ProfilerStep#1", "user_annotation", 0, 100),
-        _event("ProfilerStep#2", "user_annotation", 100, 100),
-        _event("ProfilerStep#3", "user_annotation", 200, 100),
+        kj.step(1, 0, 100),
+        kj.step(2, 100, 100),
+        kj.step(3, 200, 100),
         # sizes as text, an unknown dtype, a ranks list cut short, a non-numeric group size
-        _event(
+        kj.op(
             "record_param_comms",
-            "cpu_op",
             10,
             20,
             **{
@@ -39,14 +33,14 @@ def partial_trace() -> dict:
                 "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, ...",
             },
         ),
-        _event("cudaLaunchKernel", "cuda_runtime", 15, 2, correlation=1),
+        kj.runtime("cudaLaunchKernel", 15, 2, 1),
         _kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)", 40, 30, 1),
         # an op without the collective's name, only a size
-        _event("record_param_comms", "cpu_op", 110, 20, **{"In msg nelems": 10, "dtype": "Float"}),
-        _event("cudaLaunchKernel", "cuda_runtime", 115, 2, correlation=2),
+        kj.op("record_param_comms", 110, 20, **{"In msg nelems": 10, "dtype": "Float"}),
+        kj.runtime("cudaLaunchKernel", 115, 2, 2),
         _kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t(x)", 140, 20, 2),
         # a kernel whose metadata is all wrong types
-        _event("cudaLaunchKernel", "cuda_runtime", 150, 2, correlation=3),
+        kj.runtime("cudaLaunchKernel", 150, 2, 3),
         _kernel(
             "ncclDevKernel_Generic_1(x)",
             160,
@@ -54,12 +48,11 @@ def partial_trace() -> dict:
             3,
             **{"Collective name": 7, "In msg nelems": [1, 2], "Process Group Ranks": 12},
         ),
-        _event("gemm", "cpu_op", 30, 5),
-        _event("cudaLaunchKernel", "cuda_runtime", 31, 2, correlation=4),
+        kj.op("gemm", 30, 5),
+        kj.runtime("cudaLaunchKernel", 31, 2, 4),
         _kernel("void gemm(...)", 20, 40, 4),
     ]
-    return {"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 2},
-            "traceEvents": ev}  # fmt: skip
+    return kj.trace(ev, rank=0, world_size=2, schema_version=1)
 
 
 def test_analyze_reports_what_is_known(tmp_path: Path) -> None:

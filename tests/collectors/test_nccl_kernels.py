@@ -7,14 +7,12 @@ read off the names by hand (reference/nccl.md §3).
 
 from __future__ import annotations
 
-import gzip
-import json
-
 import pytest
 
 from analyzers.classify import COMMUNICATION, classify_name
 from collectors.nccl_kernels import parse_kernel_name, parse_kernel_names
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 CASES = [
     # (name, family, collective, algo, proto, redop, dtype)
@@ -223,8 +221,7 @@ def test_every_nccl_kernel_of_the_shared_traces_parses() -> None:
         ("trace_filter", "sampled_rank-0.json.gz"),
         ("negative_queue_length_values_check", "rank0.json.gz"),
     ):
-        with gzip.open(shared_path("kineto", "hta", *parts)) as f:
-            ev = json.load(f)["traceEvents"]
+        ev = trace_events(shared_path("kineto", "hta", *parts))
         names |= {e["name"] for e in ev if e.get("cat") == "kernel" and "nccl" in e["name"]}
     table = parse_kernel_names(sorted(names))
     assert set(table.index) == names

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 
 from collectors.kineto import read_kineto_files
 from tests.support.env import SAMPLES
+from tests.support.raw_kineto import trace_events
 from tests.support.synthetic import GROUND_TRUTH_FILE, main, read_ground_truth, write_samples
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
@@ -25,8 +24,7 @@ def _ns(v: Any) -> int:
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return json.load(f, parse_float=Decimal)["traceEvents"]
+    return trace_events(path, exact=True)
 
 
 def _brute_force(events: list[dict[str, Any]], all_events: bool) -> dict[str, Any]:

@@ -8,8 +8,6 @@ reference/metrics.md §9.1.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import re
 from collections import Counter
@@ -25,6 +23,7 @@ from analyzers.temporal import overlap
 from collectors.load import load_traces
 from collectors.model import Trace
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 TRACES = {
     "nccl_data": ("nccl_parser_config", "nccl_data.json.gz"),
@@ -58,8 +57,7 @@ ELT = {
 @cache
 def _raw(name: str) -> list[dict[str, Any]]:
     path = shared_path("kineto", "hta", *TRACES[name])
-    with gzip.open(path) as f:
-        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    return [e for e in trace_events(path) if e.get("ph") == "X"]
 
 
 @cache

@@ -4,7 +4,6 @@ brute-force attribution computed here from the raw JSON)."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from functools import cache
@@ -19,6 +18,7 @@ from analyzers.roofline import op_roofline
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
 from collectors.peaks import load_peaks
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 F = '"float"'
 H = '"c10::Half"'
@@ -270,8 +270,7 @@ def _load(parts: tuple[str, ...]) -> Trace:
 
 @cache
 def _raw_events(parts: tuple[str, ...]) -> list[dict]:
-    with gzip.open(shared_path("kineto", "hta", *parts), "rt") as f:
-        return json.load(f)["traceEvents"]
+    return trace_events(shared_path("kineto", "hta", *parts))
 
 
 def _gemm_expected(op: str, dims: list[list[int]]) -> tuple[int, int]:

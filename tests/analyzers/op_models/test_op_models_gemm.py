@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 
 from analyzers.op_models import model_op, op_costs
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 B = "c10::BFloat16"
 
@@ -98,8 +98,7 @@ def test_torch_compile_gemms_with_out_are_all_modelled() -> None:
     costs = op_costs(t)
     # independent count from the raw JSON: kernels whose launch sits inside an aten::mm or
     # the flash-attention op
-    with gzip.open(path, "rt") as f:
-        ev = json.load(f)["traceEvents"]
+    ev = trace_events(path)
     ops = [e for e in ev if e.get("cat") == "cpu_op" and e["name"].startswith("aten::")]
     calls = {e["args"]["correlation"]: e for e in ev if e.get("cat") == "cuda_runtime"}
     launched = {}

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,14 +11,14 @@ import pytest
 
 from collectors.kineto import read_kineto
 from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 ARGS = {"concrete_inputs": "Concrete Inputs", "input_strides": "Input Strides"}
 
 
 def _raw_host_args(path: Path, key: str) -> Counter[str]:
     """Compact JSON of *key* over the host activities (ph X, not GPU rows) that carry it."""
-    with gzip.open(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
+    events = trace_events(path)
     gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
     return Counter(
         json.dumps(e["args"][key], separators=(",", ":"))

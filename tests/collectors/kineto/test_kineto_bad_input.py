@@ -10,18 +10,14 @@ import pytest
 
 from collectors.errors import InputError
 from collectors.kineto import read_kineto, read_kineto_files
+from tests.support import kineto_json as kj
 from tests.support.env import shared_path
 
-GOOD_EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
+GOOD_EVENT = kj.event("aten::mm", "cpu_op", 1, 2)
 
 
 def _json(path: Path, doc: object) -> Path:
     path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def _gz(path: Path, doc: object) -> Path:
-    path.write_bytes(gzip.compress(json.dumps(doc).encode(), mtime=0))
     return path
 
 
@@ -39,7 +35,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_truncated_gzip(tmp_path: Path) -> None:
-    data = gzip.compress(json.dumps({"traceEvents": [GOOD_EVENT] * 200}).encode())
+    data = gzip.compress(kj.dumps(kj.trace([GOOD_EVENT] * 200)))
     p = tmp_path / "cut.json.gz"
     p.write_bytes(data[: len(data) // 2])
     _expect(p, "truncated gzip")
@@ -53,7 +49,7 @@ def test_truncated_real_trace(tmp_path: Path) -> None:
 
 
 def test_corrupt_gzip(tmp_path: Path) -> None:
-    data = bytearray(gzip.compress(json.dumps({"traceEvents": [GOOD_EVENT] * 50}).encode()))
+    data = bytearray(gzip.compress(kj.dumps(kj.trace([GOOD_EVENT] * 50))))
     data[12:40] = b"\xff" * 28
     p = tmp_path / "bad.json.gz"
     p.write_bytes(bytes(data))
@@ -103,24 +99,24 @@ def test_json_that_is_not_a_kineto_trace(tmp_path: Path, doc: object) -> None:
     "events",
     [
         [],
-        [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "python"}}],
+        [kj.metadata("process_name", pid=1, name="python")],
         [{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "ts": 1, "dur": 5}],
-        [{"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}],
+        [kj.flow("s", 1, 1)],
     ],
     ids=["no-events", "metadata-only", "trace-span-only", "flow-only"],
 )
 def test_trace_without_events(tmp_path: Path, events: list[dict[str, object]]) -> None:
-    _expect(_gz(tmp_path / "rank-0.json.gz", {"traceEvents": events}), "no events")
+    _expect(kj.write(tmp_path / "rank-0.json.gz", kj.trace(events)), "no events")
 
 
 def test_non_numeric_timestamp(tmp_path: Path) -> None:
     ev = {**GOOD_EVENT, "ts": "yesterday"}
-    _expect(_json(tmp_path / "t.json", {"traceEvents": [ev]}), "non-numeric")
+    _expect(kj.write(tmp_path / "t.json", kj.trace([ev])), "non-numeric")
 
 
 def test_args_that_are_not_an_object(tmp_path: Path) -> None:
     ev = {**GOOD_EVENT, "args": [1, 2]}
-    _expect(_json(tmp_path / "t.json", {"traceEvents": [ev]}), "args")
+    _expect(kj.write(tmp_path / "t.json", kj.trace([ev])), "args")
 
 
 def test_directory_instead_of_file(tmp_path: Path) -> None:
@@ -128,8 +124,8 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
 
 
 def test_two_files_claiming_one_rank_name_both(tmp_path: Path) -> None:
-    a = _json(tmp_path / "a.json", {"distributedInfo": {"rank": 3}, "traceEvents": [GOOD_EVENT]})
-    b = _json(tmp_path / "rank-3.json", {"traceEvents": [GOOD_EVENT]})
+    a = kj.write(tmp_path / "a.json", kj.trace([GOOD_EVENT], rank=3))
+    b = kj.write(tmp_path / "rank-3.json", kj.trace([GOOD_EVENT]))
     with pytest.raises(InputError, match="rank 3") as err:
         read_kineto_files([a, b])
     msg = str(err.value)
@@ -137,7 +133,7 @@ def test_two_files_claiming_one_rank_name_both(tmp_path: Path) -> None:
 
 
 def test_same_file_given_twice_is_read_once(tmp_path: Path) -> None:
-    a = _json(tmp_path / "rank-1.json", {"traceEvents": [GOOD_EVENT]})
+    a = kj.write(tmp_path / "rank-1.json", kj.trace([GOOD_EVENT]))
     assert [t.rank for t in read_kineto_files([a, tmp_path / "." / "rank-1.json"])] == [1]
 
 
@@ -158,13 +154,13 @@ def _invalid_json(d: Path) -> Path:
 
 
 def _empty_trace(d: Path) -> Path:
-    return _json(d / "t.json", {"traceEvents": []})
+    return kj.write(d / "t.json", kj.trace([]))
 
 
 def _duplicate_rank_dir(d: Path) -> Path:
     (d / "run").mkdir()
-    _json(d / "run" / "rank-0.json", {"traceEvents": [GOOD_EVENT]})
-    _json(d / "run" / "b.json", {"distributedInfo": {"rank": 0}, "traceEvents": [GOOD_EVENT]})
+    kj.write(d / "run" / "rank-0.json", kj.trace([GOOD_EVENT]))
+    kj.write(d / "run" / "b.json", kj.trace([GOOD_EVENT], rank=0))
     return d / "run"
 
 

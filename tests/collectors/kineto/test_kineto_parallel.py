@@ -21,6 +21,7 @@ from collectors.kineto.rows import Rows
 from collectors.kineto.stream import Fallback
 from collectors.kineto.tables import build_trace
 from collectors.model import Trace
+from tests.support import kineto_json as kj
 from tests.support.env import SAMPLES, SHARED_DATA, shared_path
 
 pytestmark = pytest.mark.skipif(
@@ -95,12 +96,8 @@ def test_python_functions_kept_when_asked(small_chunks: None) -> None:
 
 def _trace_with_cuts_inside_strings(path: Path) -> Path:
     """Every event's name holds ``}, {``: the last cut in a chunk is usually inside a string."""
-    events = [
-        {"ph": "X", "cat": "cpu_op", "name": f"op}}, {{{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
-        for i in range(20_000)
-    ]
-    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode(), mtime=0))
-    return path
+    events = [kj.event(f"op}}, {{{i}", "cpu_op", i, 1) for i in range(20_000)]
+    return kj.write(path, kj.trace(events))
 
 
 def test_cuts_that_differ_between_the_processes_fall_back_to_the_serial_read(
@@ -140,7 +137,7 @@ def test_a_helper_that_fails_falls_back_to_the_serial_read(
     [
         (b"\x1f\x8b" + b"\0" * 40, "gzip"),
         (b'{"traceEvents": [{"ph": "X", "ts": "soon"', "JSON"),
-        (json.dumps({"traceEvents": []}).encode(), "no events"),
+        (kj.dumps(kj.trace([])), "no events"),
     ],
     ids=["corrupt-gzip", "malformed-json", "no-events"],
 )

@@ -21,7 +21,9 @@ import pytest
 
 from collectors.errors import InputError
 from collectors.kineto import rank_from_filename, read_kineto, read_kineto_files
+from tests.support import kineto_json as kj
 from tests.support.env import SAMPLES, shared_path
+from tests.support.raw_kineto import document
 
 KINETO_FILES = (
     "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
@@ -94,9 +96,7 @@ COMM_KEYS = {
 
 
 def _load_json(path: Path, exact: bool = False) -> Any:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f, parse_float=Decimal) if exact else json.load(f)
+    return document(path, exact=exact)
 
 
 def _ns(v: Any) -> int:
@@ -426,56 +426,21 @@ def test_process_and_thread_names_from_metadata_events(loaded) -> None:
     assert trace.meta.base_time_ns == 1711964646000000000
 
 
-def _write(path: Path, doc: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
+def graph_trace() -> dict[str, Any]:
+    """Three kernels of one ``cudaGraphLaunch`` (correlation 77) and an eager launch (78)."""
+    launch = kj.runtime("cudaGraphLaunch", 100, 20, 77, **{"External id": 5})
+    kernels = [
+        kj.kernel(f"graph_kernel_{i}", 130 + 10 * i, 8, 77, stream=7 + i % 2, device=0,
+                  **{"graph node id": i})
+        for i in range(3)
+    ]  # fmt: skip
+    other = kj.kernel("eager", 200, 5, 78)
+    eager = kj.runtime("cudaLaunchKernel", 190, 4, 78)
+    return kj.trace([launch, *kernels, other, eager])
 
 
 def test_cuda_graph_kernels_all_link_to_their_graph_launch(tmp_path: Path) -> None:
-    launch = {
-        "ph": "X",
-        "cat": "cuda_runtime",
-        "name": "cudaGraphLaunch",
-        "pid": 1,
-        "tid": 1,
-        "ts": 100,
-        "dur": 20,
-        "args": {"External id": 5, "correlation": 77},
-    }
-    kernels = [
-        {
-            "ph": "X",
-            "cat": "kernel",
-            "name": f"graph_kernel_{i}",
-            "pid": 0,
-            "tid": 7 + i % 2,
-            "ts": 130 + 10 * i,
-            "dur": 8,
-            "args": {"stream": 7 + i % 2, "correlation": 77, "device": 0, "graph node id": i},
-        }
-        for i in range(3)
-    ]
-    other = {
-        "ph": "X",
-        "cat": "kernel",
-        "name": "eager",
-        "pid": 0,
-        "tid": 7,
-        "ts": 200,
-        "dur": 5,
-        "args": {"stream": 7, "correlation": 78},
-    }
-    eager = {
-        "ph": "X",
-        "cat": "cuda_runtime",
-        "name": "cudaLaunchKernel",
-        "pid": 1,
-        "tid": 1,
-        "ts": 190,
-        "dur": 4,
-        "args": {"correlation": 78},
-    }
-    p = _write(tmp_path / "graph.json", {"traceEvents": [launch, *kernels, other, eager]})
+    p = kj.write(tmp_path / "graph.json", graph_trace())
     trace = read_kineto(p)
     joined = trace.gpu.merge(trace.host, on="correlation", suffixes=("", "_launch"))
     by_launch = joined.groupby(joined["name_launch"].astype(str))["name"].apply(
@@ -486,29 +451,24 @@ def test_cuda_graph_kernels_all_link_to_their_graph_launch(tmp_path: Path) -> No
     assert sorted(trace.gpu["stream"].tolist()) == [7, 7, 7, 8]
 
 
-def test_counter_and_memory_events_become_counters(tmp_path: Path) -> None:
-    events = [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
-        {"ph": "C", "name": "power", "pid": 1, "ts": 5.5, "args": {"watts": 300}},
-        {"ph": "C", "name": "clocks", "pid": 1, "ts": 6, "args": {"sm": 1980, "mem": 2619.5}},
-        {
-            "ph": "i",
-            "cat": "cpu_instant_event",
-            "name": "[memory]",
-            "pid": 1,
-            "tid": 1,
-            "ts": 7,
-            "s": "t",
-            "args": {
-                "Total Reserved": 2097152,
-                "Total Allocated": 512,
-                "Bytes": 512,
-                "Device Type": 1,
-                "Device Id": 3,
-            },
-        },
+def counter_events() -> list[dict[str, Any]]:
+    memory = {
+        "Total Reserved": 2097152,
+        "Total Allocated": 512,
+        "Bytes": 512,
+        "Device Type": 1,
+        "Device Id": 3,
+    }
+    return [
+        kj.event("aten::add", "cpu_op", 1, 2),
+        kj.counter("power", 5.5, watts=300),
+        kj.counter("clocks", 6, sm=1980, mem=2619.5),
+        kj.instant("[memory]", "cpu_instant_event", 7, **memory),
     ]
-    trace = read_kineto(_write(tmp_path / "c.json", {"traceEvents": events}))
+
+
+def test_counter_and_memory_events_become_counters(tmp_path: Path) -> None:
+    trace = read_kineto(kj.write(tmp_path / "c.json", kj.trace(counter_events())))
     got = sorted(
         zip(
             trace.counters["name"].astype(str),
@@ -527,20 +487,15 @@ def test_counter_and_memory_events_become_counters(tmp_path: Path) -> None:
     ]
 
 
-def test_python_functions_are_skipped_unless_asked_for(tmp_path: Path) -> None:
-    events = [
-        {
-            "ph": "X",
-            "cat": "python_function",
-            "name": "train.py(10): step",
-            "pid": 1,
-            "tid": 1,
-            "ts": 1,
-            "dur": 9,
-        },
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 2, "dur": 3},
+def python_events() -> list[dict[str, Any]]:
+    return [
+        kj.event("train.py(10): step", "python_function", 1, 9),
+        kj.event("aten::mm", "cpu_op", 2, 3),
     ]
-    p = _write(tmp_path / "py.json", {"traceEvents": events})
+
+
+def test_python_functions_are_skipped_unless_asked_for(tmp_path: Path) -> None:
+    p = kj.write(tmp_path / "py.json", kj.trace(python_events()))
     assert read_kineto(p).host["cat"].astype(str).tolist() == ["cpu_op"]
     assert sorted(read_kineto(p, include_python=True).host["cat"].astype(str)) == [
         "cpu_op",
@@ -565,16 +520,18 @@ def test_rank_from_file_name_patterns(name: str, rank: int | None) -> None:
     assert rank_from_filename(name) == rank
 
 
+ONE_OP = kj.event("a", "cpu_op", 1, 1)
+"""One ``cpu_op`` without ``args``: the least a readable trace holds."""
+
+
 def test_explicit_rank_overrides_the_file(tmp_path: Path) -> None:
-    ev = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]
-    p = _write(tmp_path / "rank-2.json", {"distributedInfo": {"rank": 4}, "traceEvents": ev})
+    p = kj.write(tmp_path / "rank-2.json", kj.trace([ONE_OP], rank=4))
     assert (read_kineto(p).rank, read_kineto(p).meta.rank_source) == (4, "distributedInfo")
     assert (read_kineto(p, rank=9).rank, read_kineto(p, rank=9).meta.rank_source) == (9, "argument")
 
 
 def test_several_files_are_sorted_by_rank_with_progress(tmp_path: Path) -> None:
-    ev = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]
-    paths = [_write(tmp_path / f"rank-{r}.json", {"traceEvents": ev}) for r in (2, 0, 1)]
+    paths = [kj.write(tmp_path / f"rank-{r}.json", kj.trace([ONE_OP])) for r in (2, 0, 1)]
     calls: list[tuple[int, int, str]] = []
     traces = read_kineto_files(paths, progress=lambda *a: calls.append(a))
     assert [t.rank for t in traces] == [0, 1, 2]
@@ -610,14 +567,7 @@ def test_real_samples_are_the_hta_fixtures_with_their_licence() -> None:
 
 
 def test_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
-    text = json.dumps(
-        {
-            "traceEvents": [
-                {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
-            ]
-            * 3
-        }
-    ).encode()
+    text = kj.dumps(kj.trace([ONE_OP] * 3))
     half = len(text) // 2
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))

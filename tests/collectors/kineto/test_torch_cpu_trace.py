@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
 import json
 import re
@@ -13,6 +12,7 @@ from typing import Any
 
 from collectors.kineto import read_kineto
 from tests.support.env import SAMPLES, require_service
+from tests.support.raw_kineto import document
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
 
@@ -31,9 +31,7 @@ def _capture_module() -> Any:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f, parse_float=Decimal)
+    return document(path, exact=True)
 
 
 def _ns(v: Any) -> int:

@@ -6,7 +6,6 @@ buffer-completed callback; the written trace is read back with the project's Kin
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from collectors.load import load_traces
 from profiler.backends.cupti import CuptiCapture, load_cupti, to_kineto_events
 from profiler.kineto_writer import write_trace
 from tests.fakes import fake_cupti
+from tests.support.raw_kineto import document
 
 UNIX0 = 1_790_000_000_123_456_789
 """Wall clock at start(); the fake's CUPTI clock then reads 5_000_000_000 ns."""
@@ -108,8 +108,7 @@ def test_session_with_cupti_backend_traces_only_the_window(monkeypatch, tmp_path
     s.step()
     fake.launch_kernel("after_window", 30, 40, corr=3, api_start=25, api_end=26)  # step 2
     s.stop()
-    raw = (tmp_path / "run/traces/rank-0.pt.trace.json.gz").read_bytes()
-    doc = json.loads(gzip.decompress(raw))
+    doc = document(tmp_path / "run/traces/rank-0.pt.trace.json.gz")
     names = {e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"}
     assert "in_window" in names and "fwd" in names and "ProfilerStep#1" in names
     assert not names & {"before_window", "after_window", "ProfilerStep#0", "ProfilerStep#2"}

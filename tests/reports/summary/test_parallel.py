@@ -21,6 +21,7 @@ from reports.summary.engine import analyze_paths
 from reports.summary.many_ranks import RUN_REDUCERS
 from reports.summary.planning import Unit, pool_size
 from reports.summary.registry import RUN_SECTIONS
+from tests.support import kineto_json as kj
 from tests.support.env import shared_path
 from tests.support.synthetic import write_samples
 
@@ -41,18 +42,11 @@ def reference(ranks_dir: Path) -> dict[str, Any]:
 
 
 def tiny_trace(rank: int, kernel_us: int = 2) -> dict[str, Any]:
-    return {
-        "distributedInfo": {"rank": rank},
-        "traceEvents": [
-            {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": kernel_us, "pid": 0,
-             "tid": 7, "args": {"stream": 7, "correlation": 1}},
-        ],
-    }  # fmt: skip
+    return kj.trace([kj.kernel("k", 1, kernel_us, 1)], rank=rank)
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(doc))
-    return path
+    return kj.write(path, doc)
 
 
 def test_the_synthetic_ranks_exercise_the_cross_rank_sections(reference: dict[str, Any]) -> None:
