@@ -166,7 +166,7 @@ def kernel_occupancy(
 ) -> KernelOccupancy:
     """Theoretical (and achieved, where recorded) occupancy of *trace*'s kernels.
 
-    *ncu* is an optional :class:`collectors.ncu.NcuReport`; *arch* overrides the device's
+    *ncu* is an optional :class:`collectors.ncu_report.NcuReport`; *arch* overrides the device's
     compute capability (e.g. for traces without device properties).
     """
     gpu = trace.gpu

@@ -17,8 +17,8 @@ from analyzers.roofline_points import (
     table_ceilings,
 )
 from collectors.errors import InputError
-from collectors.ncu import NcuLaunch, NcuReport
-from collectors.peaks import GpuPeaks
+from collectors.ncu_report import NcuLaunch, NcuReport
+from collectors.peak_table import GpuPeaks
 
 FLOP_COUNTERS: dict[str, tuple[tuple[str, int], ...]] = {
     "fp64": (("dadd", 1), ("dmul", 1), ("dfma", 2)),

@@ -14,7 +14,8 @@ import pytest
 
 from collectors.errors import MissingDependencyError
 from collectors.load import load_traces
-from profiler.backends.cupti import CuptiCapture, load_cupti, to_kineto_events
+from profiler.backends.cupti import CuptiCapture, load_cupti
+from profiler.backends.cupti_events import to_kineto_events
 from profiler.kineto_writer import write_trace
 from tests.fakes import fake_cupti
 from tests.support.raw_kineto import document
