@@ -47,7 +47,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 import msgspec
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.op_models import GPU_TIME
 from analyzers.roofline_ncu import (
@@ -236,6 +236,7 @@ def op_roofline(
     if gpu_time_ns is None:
         gpu_time_ns = groups.attrs.get(GPU_TIME)
     points = []
+    row: Any
     for row in groups.itertuples(index=False):
         ceil = Ceilings()
         prec = row.precision
