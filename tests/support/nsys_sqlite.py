@@ -2,8 +2,9 @@
 
 The layout (:data:`LAYOUT`) is the column set of export schema 3.16.1 (nsys 2024.6.2.25, the
 Fuser export in ``../shared/data/nsys``), plus ``CUDA_GPU_MEMORY_USAGE_EVENTS`` of schema 2.9.1.
-Used by ``bench_nsys_kernel_summary.py`` (1,000,000 kernels) and by the tests, which build small
-hand-made exports with :func:`create_tables` / :func:`insert`.
+The tests build small hand-made exports with :func:`create_tables` / :func:`insert`;
+``benchmarks/bench_nsys_kernel_summary.py`` writes 1,000,000 kernels with
+:func:`write_synthetic_export` (through ``benchmarks/nsys_synthetic_export.py``):
 
     python benchmarks/nsys_synthetic_export.py OUT.sqlite [--kernels N] [--seed S]
 
@@ -309,7 +310,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     t0 = time.perf_counter()
     write_synthetic_export(args.out, args.kernels, seed=args.seed)
     print(f"wrote {args.out} ({args.kernels} kernels) in {time.perf_counter() - t0:.1f} s")
-
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,6 @@ written out from the rows inserted here.
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,14 +17,7 @@ import pytest
 
 from analyzers.kernel_summary import kernel_summary
 from collectors.nsys import NO_GPU_NOTE, read_nsys, read_nsys_files
-from tests.support.env import REPO
-
-_spec = importlib.util.spec_from_file_location(
-    "nsys_synthetic_export", REPO / "benchmarks" / "nsys_synthetic_export.py"
-)
-assert _spec and _spec.loader
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+from tests.support import nsys_sqlite as gen
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
