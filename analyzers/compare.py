@@ -36,6 +36,7 @@ import pandas as pd
 
 from analyzers.compare_match import (
     Entry,
+    Status,
     ViewDiff,
     aggregate_events,
     match_entries,
@@ -175,10 +176,10 @@ def _step_view(
                     slot[side] = int(sid[i])
     entries = []
     for i, (bc, bt, cc, ct) in acc.items():
-        status = "matched" if bc and cc else ("added" if cc else "removed")
+        status: Status = "matched" if bc and cc else ("added" if cc else "removed")
         b_id, c_id = ids[i]
         label = " → ".join(f"ProfilerStep#{x}" for x in (b_id, c_id) if x is not None)
-        entries.append(Entry(f"#{i}", status, bc, bt, cc, ct, (label,)))  # type: ignore[arg-type]
+        entries.append(Entry(f"#{i}", status, bc, bt, cc, ct, (label,)))
     entries.sort(key=lambda e: (-abs(e.delta_ns), int(e.key[1:])))
     return ViewDiff("step", True, tuple(entries), total_change)
 

@@ -286,8 +286,9 @@ def side_from_traces(
 
 
 def _summary_rank(r: RankEntry) -> RankSide:
+    entries: Sequence[Mapping[str, Any]] = r["steps"]
     steps = pd.DataFrame(
-        {c: [s[c] for s in r["steps"]] for c in STEP_COLUMNS}, columns=list(STEP_COLUMNS)
+        {c: [s[c] for s in entries] for c in STEP_COLUMNS}, columns=list(STEP_COLUMNS)
     ).astype(np.int64)
     steps = steps.sort_values("start_ns", kind="stable").reset_index(drop=True)
     ks = r["kernel_summary"]

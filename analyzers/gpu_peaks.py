@@ -1,4 +1,4 @@
-"""Which entry of the GPU peak table (:mod:`collectors.peaks`) a device uses.
+"""Which entry of the GPU peak table (:mod:`collectors.peak_table`) a device uses.
 
 The table is loaded by the collectors (built-in, or overridden by a user file); here it is only
 looked up: by a traced device (:func:`peaks_for_device`: the roofline's default ceilings for
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from analyzers.arch import amd_gfx, is_amd
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo
-from collectors.peaks import NUMERIC_KEYS, GpuPeaks, PeakTable
+from collectors.peak_table import NUMERIC_KEYS, GpuPeaks, PeakTable
 
 __all__ = ["PeakMatch", "by_architecture", "find_peaks", "peaks_for_device", "peaks_named"]
 

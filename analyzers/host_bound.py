@@ -24,6 +24,7 @@ or busy?  Definitions (``docs/idle-and-launch.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,8 +165,8 @@ def step_verdicts(
     hs = np.where(dur > 0, hw / safe, 0.0)
     cs = np.where(dur > 0, sb["exposed_comm_ns"].to_numpy() / safe, 0.0)
     windows = list(zip(lo.tolist(), hi.tolist(), strict=True))
-    by_act = [attribute_idle(iv.clip(wait, a, b), acts) for a, b in windows]
-    tops = [responsible_ops(ops, wait, a, b) for a, b in windows]
+    by_act: list[Any] = [attribute_idle(iv.clip(wait, a, b), acts) for a, b in windows]
+    tops: list[Any] = [responsible_ops(ops, wait, a, b) for a, b in windows]
     out = sb[["step", "start_ns", "end_ns", "duration_ns", "compute_ns", "exposed_comm_ns"]].copy()
     out["idle_ns"] = sb["idle_ns"].to_numpy()
     out["host_wait_ns"] = hw.astype(np.int64)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from collectors.ncu import NcuReport
-    from collectors.peaks import GpuPeaks, PeakTable
+    from collectors.ncu_report import NcuReport
+    from collectors.peak_table import GpuPeaks, PeakTable
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.arch import ArchLimits, is_amd, limits_for_device
 from analyzers.occupancy import LaunchConfig, OccupancyResult, occupancy, what_if
@@ -166,7 +166,7 @@ def kernel_occupancy(
 ) -> KernelOccupancy:
     """Theoretical (and achieved, where recorded) occupancy of *trace*'s kernels.
 
-    *ncu* is an optional :class:`collectors.ncu.NcuReport`; *arch* overrides the device's
+    *ncu* is an optional :class:`collectors.ncu_report.NcuReport`; *arch* overrides the device's
     compute capability (e.g. for traces without device properties).
     """
     gpu = trace.gpu
@@ -275,7 +275,8 @@ def kernel_occupancy(
     )
     ncu_map = _ncu_achieved(ncu)
     rows = []
-    for (name, cfg_key), g in agg.iterrows():
+    for idx, g in agg.iterrows():
+        name, cfg_key = cast(tuple[Any, Any], idx)
         res = results[cfg_key]
         bx, by, bz = cfg_key[0], cfg_key[1], cfg_key[2]
         series = pd.Series(dict(zip(KEYS, cfg_key, strict=True)))
@@ -317,6 +318,7 @@ def kernel_occupancy(
         ["time_ns", "name"], ascending=[False, True], kind="stable"
     )
     flags: list[Flag] = []
+    r: Any
     for r in groups.itertuples(index=False):
         if len(flags) >= max_flags:
             break

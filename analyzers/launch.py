@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -306,6 +307,7 @@ def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
     all changes happen at one instant.
     """
     rows = []
+    stream: Any
     for stream, grp in series.groupby("stream", sort=True):
         t = grp["ts_ns"].to_numpy(dtype=np.int64)
         q = grp["queue_length"].to_numpy(dtype=np.int64)

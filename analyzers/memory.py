@@ -29,6 +29,7 @@ Samples with a negative device id (host memory) are ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -128,6 +129,7 @@ def peaks(trace: Trace) -> list[SeriesPeak]:
     """Whole-trace peak per (device, series), by device then series."""
     tl = memory_timeline(trace)
     out = []
+    dev: Any
     for (dev, series), grp in tl.groupby(["device", "series"], sort=True):
         b = grp["bytes"].to_numpy()
         t = grp["ts_ns"].to_numpy()
@@ -173,6 +175,7 @@ def step_peaks(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
     steps = trace.steps()
     steps = steps[steps["step"].isin(set(window(trace, options).steps))]
     rows = []
+    dev: Any
     for (dev, series), grp in tl.groupby(["device", "series"], sort=True):
         t = grp["ts_ns"].to_numpy()
         b = grp["bytes"].to_numpy()

@@ -25,6 +25,7 @@ equal to the minimum is a limiter (ties are reported, mask bits as in ``cuda_occ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -323,11 +324,13 @@ def _try(lim: ArchLimits, cfg: LaunchConfig) -> float | None:
         return None
 
 
-def _curve(lim: ArchLimits, varied: str, values: list[int], make: object) -> Curve:
+def _curve(
+    lim: ArchLimits, varied: str, values: list[int], make: Callable[[int], LaunchConfig]
+) -> Curve:
     xs: list[int] = []
     ys: list[float] = []
     for v in values:
-        occ = _try(lim, make(v))  # type: ignore[operator]
+        occ = _try(lim, make(v))
         if occ is not None:
             xs.append(v)
             ys.append(occ)

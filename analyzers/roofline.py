@@ -15,7 +15,7 @@ Two sources, one result shape (:class:`RooflinePoint`):
     ``lts__t_bytes.sum`` or ``lts__lts2xbar_cycles_active.sum × 32``, L1 =
     ``l1tex__t_bytes.sum`` or ``l1tex__lsu_writeback_active_mem_lg[ds].sum × 128``;
   - ceilings from the same file when it carries the ``.peak_sustained`` metrics (§2.1, §2.3),
-    else from the GPU peak table (:mod:`collectors.peaks`, looked up by
+    else from the GPU peak table (:mod:`collectors.peak_table`, looked up by
     :mod:`analyzers.gpu_peaks`) when a GPU is named.
 
 * **Op shapes** (:func:`op_roofline`): FLOP and bytes of :mod:`analyzers.op_models` over the
@@ -47,7 +47,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 import msgspec
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.op_models import GPU_TIME
 from analyzers.roofline_ncu import (
@@ -70,7 +70,7 @@ from analyzers.roofline_points import (
     rank_points,
     table_ceilings,
 )
-from collectors.peaks import GpuPeaks
+from collectors.peak_table import GpuPeaks
 
 __all__ = [
     "FLOP_COUNTERS",
@@ -236,6 +236,7 @@ def op_roofline(
     if gpu_time_ns is None:
         gpu_time_ns = groups.attrs.get(GPU_TIME)
     points = []
+    row: Any
     for row in groups.itertuples(index=False):
         ceil = Ceilings()
         prec = row.precision

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.roofline_points import (
     Ceilings,
@@ -17,8 +17,8 @@ from analyzers.roofline_points import (
     table_ceilings,
 )
 from collectors.errors import InputError
-from collectors.ncu import NcuLaunch, NcuReport
-from collectors.peaks import GpuPeaks
+from collectors.ncu_report import NcuLaunch, NcuReport
+from collectors.peak_table import GpuPeaks
 
 FLOP_COUNTERS: dict[str, tuple[tuple[str, int], ...]] = {
     "fp64": (("dadd", 1), ("dmul", 1), ("dfma", 2)),
@@ -134,8 +134,9 @@ def _ncu_ceilings(la: NcuLaunch, tensor_types: str | None) -> Ceilings:
             peaks = [
                 la.get(f"{TENSOR_PREFIX}{t}.sum.peak_sustained") for t in tensor_types.split(", ")
             ]
-            if peaks and all(p is not None for p in peaks):
-                flops["tensor"] = max(peaks) * sm_clock  # type: ignore[type-var, operator]
+            known = [p for p in peaks if p is not None]
+            if peaks and len(known) == len(peaks):
+                flops["tensor"] = max(known) * sm_clock
     levels = (
         ("dram", "dram__bytes.sum.peak_sustained", 1.0, "dram__cycles_elapsed.avg.per_second"),
         (

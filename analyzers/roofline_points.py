@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from collectors.peaks import GpuPeaks
+from collectors.peak_table import GpuPeaks
 
 TABLE_PRECISION = {"fp64": "fp64", "fp32": "fp32", "fp16": None}
 """Roofline precision → peak-table precision (the table has no non-tensor FP16 peak)."""

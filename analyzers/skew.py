@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -130,12 +130,12 @@ def cross_rank_skew(traces: Sequence[Trace], options: AnalysisOptions | None = N
             continue
         pg = c["pg_name"].astype(object).where(c["pg_name"].notna(), "?").astype(str)
         by = pg.map(modes)
-        key = pd.Series("", index=c.index, dtype=object)
+        match_key = pd.Series("", index=c.index, dtype=object)
         for mode in ("seq", "comms_id", "ordinal"):
-            m = (by == mode).to_numpy()
-            if m.any():
-                key[m] = _keys(c[m], mode)
-        rows.append(c.assign(key=key.to_numpy(), match_by=by.to_numpy()))
+            mask = (by == mode).to_numpy()
+            if mask.any():
+                match_key[mask] = _keys(c[mask], mode)
+        rows.append(c.assign(key=match_key.to_numpy(), match_by=by.to_numpy()))
     empty_w = pd.DataFrame(columns=["key", "rank", "start_ns", "duration_ns", "wait_ns"])
     if not rows:
         return _result(pd.DataFrame(columns=list(MATCH_COLUMNS)), empty_w, tables)
@@ -214,6 +214,7 @@ def _result(matched: pd.DataFrame, waits: pd.DataFrame, tables: list[pd.DataFram
     if len(ok):
         total_wait = w_ok.groupby("key")["wait_ns"].sum()
         okk = ok.assign(total_wait=ok["key"].map(total_wait).fillna(0).astype(np.int64))
+        step: Any
         for step, grp in okk.groupby("step", sort=True):
             caused = grp.groupby("late_rank")["total_wait"].sum()
             best = int(caused.max()) if len(caused) else 0

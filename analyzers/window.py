@@ -35,6 +35,7 @@ says ``device_type: MTIA``, which no Kineto fixture does) is not reproduced.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,7 +102,7 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
         hit = (
-            weakref.ref(trace.gpu, lambda _ref, k=key: _CACHE.pop(k, None)),
+            weakref.ref(trace.gpu, functools.partial(_forget, key)),
             weakref.ref(trace.host),
             {},
         )
@@ -109,16 +110,21 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     results = hit[2]
     if name not in results:
         results[name] = compute()
-    return results[name]  # type: ignore[no-any-return]
+    return results[name]
 
 
-def _matching_codes(col: pd.Series, pattern_match: object) -> np.ndarray:
+def _forget(key: tuple[Any, ...], _ref: object) -> None:
+    """Drop the results of a trace whose ``gpu`` table was garbage-collected."""
+    _CACHE.pop(key, None)
+
+
+def _matching_codes(col: pd.Series, pattern_match: Callable[[str], object]) -> np.ndarray:
     """Boolean mask of rows whose (category) name satisfies *pattern_match*."""
     import pandas as pd
 
     cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
     hits = np.array(
-        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=bool
+        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=np.bool_
     )
     return hits[cat.cat.codes.to_numpy()]
 

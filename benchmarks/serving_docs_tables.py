@@ -5,7 +5,7 @@ a TraceLens category summary, the shared serving steps.
 Usage: ``PYTHONPATH=$PWD python benchmarks/serving_docs_tables.py [--update] [SHARED_DATA]``
 (default ``../shared/data``).  ``--update`` rewrites each block between
 ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` of docs/inference.md.
-``tests/analyzers/test_serving_categories.py`` checks the page holds the tables.
+``tests/analyzers/serving/test_serving_categories.py`` checks the page holds the tables.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from support import serving_docs, tracelens_compare  # noqa: E402
+from tests.support import serving_docs, tracelens_compare  # noqa: E402
 
 DOC = REPO / "docs" / "inference.md"
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n).*?(<!-- end generated -->)", re.S)

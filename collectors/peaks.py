@@ -1,6 +1,6 @@
-"""The GPU peak table (peak FLOP/s and memory bandwidth for roofline ceilings): its data model
-and its loading from TOML.  Look-ups (which entry a traced device uses) are analysis:
-:mod:`analyzers.gpu_peaks`.
+"""The GPU peak table (peak FLOP/s and memory bandwidth for roofline ceilings): its loading from
+TOML.  The data model is :mod:`collectors.peak_table` (re-exported here); look-ups (which entry a
+traced device uses) are analysis: :mod:`analyzers.gpu_peaks`.
 
 The built-in table ``collectors/data/gpu_peaks.toml`` restates ``reference/gpus.md`` with the
 source of every row; figures marked [u] there are listed in the entry's ``unverified`` key and
@@ -20,76 +20,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError, MissingDependencyError
+from collectors.peak_table import NUMERIC_KEYS, PRECISIONS, TEXT_KEYS, GpuPeaks, PeakTable
 
-PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32_tensor", "fp16_tensor", "fp8_tensor")
+__all__ = ["BUILTIN_PATH", "NUMERIC_KEYS", "PRECISIONS", "GpuPeaks", "PeakTable", "load_peaks"]
 
 BUILTIN_PATH = Path(__file__).with_name("data") / "gpu_peaks.toml"
 
-_NUMERIC = (
-    "sm_count",
-    "boost_clock_mhz",
-    *(f"{p}_tflops" for p in PRECISIONS),
-    "fp32_tensor_tflops",
-    "bf16_tensor_tflops",
-    "int8_tensor_tops",
-    "memory_gib",
-    "mem_bw_gbs",
-    "nvlink_gbs",
-)
-_TEXT = ("memory", "l2", "notes", "source", "gfx")
-NUMERIC_KEYS = _NUMERIC
-_KEYS = frozenset({"name", "match", "unverified", *_NUMERIC, *_TEXT})
-
-
-@dataclass(frozen=True)
-class GpuPeaks:
-    """Peak figures of one GPU model (None = not published / not applicable)."""
-
-    name: str
-    match: tuple[str, ...]
-    values: Mapping[str, float]
-    """Numeric keys of the TOML entry (``fp32_tflops``, ``mem_bw_gbs``, ...)."""
-    text: Mapping[str, str]
-    unverified: frozenset[str] = field(default_factory=frozenset)
-    origin: str = "built-in"
-    """``built-in`` | the user file that set or changed the entry."""
-
-    def peak_flops(self, precision: str) -> float | None:
-        """Peak FLOP/s for *precision* (one of :data:`PRECISIONS`), or None."""
-        v = self.values.get(f"{precision}_tflops")
-        return None if v is None else v * 1e12
-
-    @property
-    def mem_bw_bytes_per_s(self) -> float | None:
-        v = self.values.get("mem_bw_gbs")
-        return None if v is None else v * 1e9
-
-    def is_unverified(self, key: str) -> bool:
-        return key in self.unverified
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: every key, plus ``unverified`` and ``origin``."""
-        out: dict[str, Any] = {"name": self.name, "match": list(self.match)}
-        out.update(self.values)
-        out.update(self.text)
-        out["unverified"] = sorted(self.unverified)
-        out["origin"] = self.origin
-        return out
-
-
-@dataclass(frozen=True)
-class PeakTable:
-    """All known GPUs (look-ups: :mod:`analyzers.gpu_peaks`)."""
-
-    gpus: tuple[GpuPeaks, ...]
-
-    def names(self) -> list[str]:
-        return [g.name for g in self.gpus]
+_KEYS = frozenset({"name", "match", "unverified", *NUMERIC_KEYS, *TEXT_KEYS})
 
 
 def _toml_load(path: Path) -> dict[str, Any]:
@@ -123,7 +64,7 @@ def _entries(doc: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
             raise InputError(
                 f"GPU {g['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path=path
             )
-        for k in _NUMERIC:
+        for k in NUMERIC_KEYS:
             v = g.get(k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
                 raise InputError(f"GPU {g['name']!r}: {k} must be a positive number", path=path)
@@ -139,8 +80,8 @@ def _make(entry: Mapping[str, Any], origin: str) -> GpuPeaks:
     return GpuPeaks(
         name=entry["name"],
         match=tuple(entry.get("match", ())),
-        values={k: float(entry[k]) for k in _NUMERIC if entry.get(k) is not None},
-        text={k: str(entry[k]) for k in _TEXT if entry.get(k) is not None},
+        values={k: float(entry[k]) for k in NUMERIC_KEYS if entry.get(k) is not None},
+        text={k: str(entry[k]) for k in TEXT_KEYS if entry.get(k) is not None},
         unverified=frozenset(entry.get("unverified", ())),
         origin=origin,
     )

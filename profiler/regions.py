@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from profiler.config import ENV_DISABLE, env_flag
 
@@ -173,7 +173,7 @@ class _Region:
                 if rf is not None:
                     rf.__exit__(None, None, None)
                 if nv:
-                    _nvtx.domain.pop_range()  # type: ignore[union-attr]
+                    _nvtx.domain.pop_range()
             except Exception:
                 pass
         return False
@@ -190,7 +190,7 @@ def _decorate(name: str, fn: F) -> F:
         with region(name):
             return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 class _IdleRegion:

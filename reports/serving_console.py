@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -49,8 +49,14 @@ def categories_table(rank: Mapping[str, Any]) -> Table | None:
         f"({_pct(with_op)} % of it with a launching op)",
         title_justify="left",
     )
-    for c, j in (("category", "left"), ("kernels", "right"), ("ms", "right"), ("%", "right")):
-        t.add_column(c, justify=j)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("category", "left"),
+        ("kernels", "right"),
+        ("ms", "right"),
+        ("%", "right"),
+    )
+    for c, j in columns:
+        t.add_column(c, justify=j)
     for r in s["categories"]:
         t.add_row(r["category"], f"{r['kernels']:,}", _ms(r["time_ns"]), _pct(r["share"]))
     return t

@@ -23,7 +23,7 @@ from analyzers.serving.categories import category_breakdown
 from analyzers.serving.phases import FIELDS
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
     from analyzers.serving.graphs import Capture
     from collectors.model import Trace

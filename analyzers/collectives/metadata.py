@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ class RecordContext:
     pg_cfg: dict[str, dict[str, Any]]
 
     def pos(self, label: int) -> int:
-        return int(self.h_index.get_loc(label))
+        return int(cast(int, self.h_index.get_loc(label)))  # the index is unique
 
 
 def collective_record(
@@ -55,12 +55,12 @@ def collective_record(
     nv_meta: dict[str, Any] = {}
     nv_name = None
     if nvtx >= 0:
-        row = ctx.nvtx_ops.loc[nvtx]
+        row: Any = ctx.nvtx_ops.loc[nvtx]
         nv_name = row["collective"]
         nv_meta = nvtx_meta(row["payload"], nv_name)
     elif group >= 0:
         nv_name, nv_meta = group_meta(
-            ctx.nvtx_ops, ctx.nvtx_group_starts, ctx.nvtx_groups.loc[group]
+            ctx.nvtx_ops, ctx.nvtx_group_starts, cast("pd.Series", ctx.nvtx_groups.loc[group])
         )
     ann_name = canonical_collective(ctx.host_names[ctx.pos(ann)]) if ann >= 0 else None
 

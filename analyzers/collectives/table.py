@@ -206,7 +206,8 @@ def _op_start(ctx: RecordContext, rpc: int, ann: int, nvtx: int) -> int:
         if label >= 0:
             return int(ctx.host_start[ctx.pos(label)])
     if nvtx >= 0:
-        return int(ctx.nvtx_ops.loc[nvtx, "start_ns"])
+        start: Any = ctx.nvtx_ops.loc[nvtx, "start_ns"]
+        return int(start)
     return -1
 
 

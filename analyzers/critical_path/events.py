@@ -14,6 +14,7 @@ column when present, else host rows before GPU rows, each in table order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -89,9 +90,9 @@ class Events:
         return len(self.ts)
 
 
-def _strings(col: object, n: int) -> np.ndarray:
+def _strings(col: Iterable[object], n: int) -> np.ndarray:
     out = np.empty(n, dtype=object)
-    out[:] = [("" if v is None or v != v else str(v)) for v in col]  # type: ignore[attr-defined]
+    out[:] = [("" if v is None or v != v else str(v)) for v in col]
     return out
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -230,6 +230,7 @@ def _collective_rows(part: RankPart, trace: Trace) -> list[tuple[str, int, str, 
     out = []
     counts: dict[str, int] = {}
     cols = c.sort_values("start_ns", kind="stable")
+    row: Any
     for row in cols.itertuples(index=False):
         pg = str(row.pg_name) if isinstance(row.pg_name, str) else "?"
         n = counts.get(pg, 0)

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.op_models.args import OpCost
 from analyzers.op_models.registry import MODELS, model_op

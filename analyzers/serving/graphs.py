@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.serving.capture import capture_nodes
 from analyzers.serving.ops import GPU_WORK_KINDS, GRAPH_LAUNCH_RE, frame, names_matching

@@ -33,10 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers import intervals
 from analyzers.serving.ops import range_owner
@@ -158,6 +158,7 @@ class _Step:
 def _merge(cands: pd.DataFrame, rules: Sequence[PhaseRule]) -> list[_Step]:
     cands = cands.assign(neg=-cands["end_ns"]).sort_values(["pid", "tid", "start_ns", "neg"])
     steps: list[_Step] = []
+    c: Any
     for c in cands.itertuples(index=False):
         cur = steps[-1] if steps else None
         if (

@@ -11,7 +11,7 @@ array per column (NULL → ``-1``, absent optional column → all ``-1``).  The 
 ADBC SQLite driver as Arrow batches when ``adbc-driver-sqlite`` is installed (no Python object per
 cell: about half the CPU time of the DB-API on 1M kernels, docs/performance.md), else through
 the DB-API cursor of the SQLAlchemy connection; both open the file read-only and give the same
-arrays (``tests/test_nsys_arrow_reads.py``).
+arrays (``tests/collectors/nsys/test_nsys_arrow_reads.py``).
 """
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def _devices(torch: Any) -> list[tuple[str, int, int, str]]:
     mine = (socket.gethostname(), os.getpid(), dev.index if dev.index is not None else 0, name)
     every: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(every, mine)
-    return [tuple(e) for e in every]  # type: ignore[misc]
+    return [tuple(e) for e in every]
 
 
 def run_commbench(config: BenchConfig) -> list[NcclTestsLog]:

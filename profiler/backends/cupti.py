@@ -2,8 +2,9 @@
 
 :class:`CuptiCapture` enables CUPTI's activity API for kernels (``CONCURRENT_KERNEL``),
 memory copies, memsets and CUDA runtime calls, collects the records CUPTI hands back in its
-buffer-completed callback, and :func:`to_kineto_events` turns them into Kineto-format trace
-events (the layout ``torch.profiler`` writes, so the Kineto reader reads them unchanged):
+buffer-completed callback, and :func:`profiler.backends.cupti_events.to_kineto_events` turns
+them into Kineto-format trace events (the layout ``torch.profiler`` writes, so the Kineto reader
+reads them unchanged):
 
 =================  ============  =========================================================
 CUPTI record       Kineto cat    pid / tid, args
@@ -35,7 +36,6 @@ from typing import Any
 from collectors.errors import MissingDependencyError
 from profiler.backends.host import HostBackend
 from profiler.backends.protocol import SessionContext
-from profiler.kineto_writer import complete_event, flow_events
 
 MAX_RECORDS = 5_000_000
 """Records kept per capture; more are counted in ``dropped`` (bounds memory)."""
@@ -230,71 +230,6 @@ def _gpu_fields(a: Any) -> dict[str, int]:
         "stream": int(a.stream_id),
         "correlation": int(a.correlation_id),
     }
-
-
-def _copy_args(r: dict[str, Any]) -> dict[str, Any]:
-    """Kineto ``args`` of a memcpy or memset record: where, bytes, bandwidth (B/ns = GB/s)."""
-    dur = r["end"] - r["start"]
-    return {
-        "device": r["device"],
-        "stream": r["stream"],
-        "correlation": r["correlation"],
-        "bytes": r["bytes"],
-        "memory bandwidth (GB/s)": r["bytes"] / dur if dur > 0 else 0.0,
-    }
-
-
-def to_kineto_events(
-    records: Iterable[dict[str, Any]], *, offset_ns: int, base_ns: int
-) -> list[dict[str, Any]]:
-    """Kineto trace events for CUPTI records (see the module docstring for the mapping).
-
-    ``offset_ns`` moves CUPTI timestamps to the Unix epoch; ``base_ns`` is the trace's
-    ``baseTimeNanoseconds``.
-    """
-    events: list[dict[str, Any]] = []
-    runtime_by_corr: dict[int, dict[str, Any]] = {}
-    gpu_by_corr: dict[int, dict[str, Any]] = {}
-    for r in records:
-        s, e = r["start"] + offset_ns, r["end"] + offset_ns
-        kind = r["kind"]
-        if kind == "kernel":
-            smem = r["static_smem"] + r["dynamic_smem"]
-            args = {
-                "device": r["device"],
-                "stream": r["stream"],
-                "correlation": r["correlation"],
-                "registers per thread": r["registers"],
-                "shared memory": smem,
-                "grid": r["grid"],
-                "block": r["block"],
-            }
-            ev = complete_event(r["name"], "kernel", s, e, r["device"], r["stream"], base_ns, args)
-        elif kind == "memcpy":
-            name = f"Memcpy {r['copy_kind']}"
-            if r.get("src_kind") and r.get("dst_kind"):
-                name += f" ({r['src_kind']} -> {r['dst_kind']})"
-            args = _copy_args(r)
-            ev = complete_event(name, "gpu_memcpy", s, e, r["device"], r["stream"], base_ns, args)
-        elif kind == "memset":
-            args = _copy_args(r)
-            ev = complete_event(
-                "Memset (Device)", "gpu_memset", s, e, r["device"], r["stream"], base_ns, args
-            )
-        else:
-            cat = "cuda_runtime" if kind == "runtime" else "cuda_driver"
-            args = {"cbid": r["cbid"], "correlation": r["correlation"]}
-            ev = complete_event(r["name"], cat, s, e, r["pid"], r["tid"], base_ns, args)
-            runtime_by_corr[r["correlation"]] = ev
-            events.append(ev)
-            continue
-        gpu_by_corr.setdefault(r["correlation"], ev)
-        events.append(ev)
-    for corr, gpu_ev in gpu_by_corr.items():
-        rt = runtime_by_corr.get(corr)
-        if rt is not None:
-            events += flow_events(corr, rt, gpu_ev)
-    return events
 
 
 class CuptiBackend(HostBackend):

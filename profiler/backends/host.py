@@ -85,7 +85,7 @@ class HostBackend:
         for name, s, e, tid in regions:
             events.append(complete_event(name, "user_annotation", unix(s), unix(e), pid, tid, base))
         if records:
-            from profiler.backends.cupti import to_kineto_events
+            from profiler.backends.cupti_events import to_kineto_events
 
             events += to_kineto_events(records, offset_ns=offset_ns, base_ns=base)
         try:

@@ -4,8 +4,6 @@ never as the non-existent ``sm_94``/``sm_90`` NVIDIA architectures their GFXIP v
 from __future__ import annotations
 
 import pytest
-from conftest import shared_path
-from support.amd_traces import HTA_MI250, load, tracelens_path, tracelens_traces
 
 from analyzers.arch import amd_gfx, compute_unit_word, device_arch_name
 from analyzers.inputs import AnalysisInputs
@@ -13,6 +11,8 @@ from analyzers.options import AnalysisOptions
 from collectors.model import DeviceInfo
 from reports.html_payload import header
 from reports.summary.sections.core import device as device_section
+from tests.support.amd_traces import HTA_MI250, load, tracelens_path, tracelens_traces
+from tests.support.env import shared_path
 
 TRACES = tracelens_traces()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from support.amd_traces import load, tracelens_path, tracelens_traces
 
 from analyzers.gpu_peaks import peaks_for_device, peaks_named
 from analyzers.inputs import AnalysisInputs
@@ -15,6 +14,7 @@ from analyzers.options import AnalysisOptions
 from collectors.model import DeviceInfo
 from collectors.peaks import load_peaks
 from reports.summary.sections.efficiency import roofline
+from tests.support.amd_traces import load, tracelens_path, tracelens_traces
 
 CDNA3_FLOP_PER_CLOCK_PER_CU = {
     # ROCm docs, MI300 microarchitecture, "Peak-performance capabilities of the MI300X"

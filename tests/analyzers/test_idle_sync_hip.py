@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import shared_path
-from support.amd_traces import HTA_MI250, load
 
 from analyzers import intervals as iv
 from analyzers.idle import gpu_idle, gpu_idle_gaps
 from analyzers.options import AnalysisOptions
-from tests.builders import US, trace_us
+from tests.support.amd_traces import HTA_MI250, load
+from tests.support.builders import US, trace_us
+from tests.support.env import shared_path
 
 RT = "cuda_runtime"
 

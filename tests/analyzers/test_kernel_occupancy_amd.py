@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from support.amd_traces import load, raw_events, tracelens_path, tracelens_traces
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.kernel_occupancy import kernel_occupancy
 from analyzers.options import AnalysisOptions
 from collectors.model import DeviceInfo, TraceMeta, make_trace
 from reports.summary.sections.efficiency import occupancy as occupancy_section
+from tests.support.amd_traces import load, raw_events, tracelens_path, tracelens_traces
 
 TRACES = tracelens_traces()
 

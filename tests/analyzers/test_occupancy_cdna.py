@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from support.amd_traces import load, tracelens_path, tracelens_traces
 
 from analyzers.arch import amd_gfx
 from analyzers.occupancy import UNLIMITED
@@ -18,6 +17,7 @@ from analyzers.occupancy_cdna import (
 )
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo
+from tests.support.amd_traces import load, tracelens_path, tracelens_traces
 
 GFX90A, GFX942 = CDNA_ARCHS["gfx90a"], CDNA_ARCHS["gfx942"]
 

@@ -3,18 +3,17 @@ that fits no SM gets NVIDIA's calculator answer (0 blocks, the limiter named).""
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 
 import pytest
-from conftest import shared_path
 
 from analyzers.arch import arch_limits
 from analyzers.kernel_occupancy import kernel_occupancy
 from analyzers.occupancy import LaunchConfig, occupancy
 from collectors.errors import UsageError
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from tests.support.env import shared_path
+from tests.support.raw_kineto import trace_events
 
 NAN = float("nan")
 A100 = DeviceInfo(id=0, name="NVIDIA A100-SXM4-40GB", compute_major=8, compute_minor=0)
@@ -50,8 +49,7 @@ def test_cupti_estimate_of_zero_is_not_averaged_in() -> None:
 
 def test_real_trace_estimate_mean_leaves_out_the_zero_launches() -> None:
     path = shared_path("kineto", "hta", "negative_queue_length_values_check", "rank0.json.gz")
-    with gzip.open(path, "rt") as f:
-        ev = json.load(f)["traceEvents"]
+    ev = trace_events(path)
     raw = [e for e in ev if e.get("cat") == "kernel" and "block" in e.get("args", {})]
     est = [(e["args"]["est. achieved occupancy %"], e["dur"]) for e in raw]
     zeros = sum(1 for v, _ in est if v == 0)

@@ -6,11 +6,10 @@ import copy
 import gc
 import pickle
 
-from builders import trace_us
-
 from analyzers import memo
 from analyzers.collectives import build_collectives, collectives_table
 from collectors.model import Trace
+from tests.support.builders import trace_us
 
 
 def _calls() -> tuple[memo.TraceMemo[int], list[Trace]]:

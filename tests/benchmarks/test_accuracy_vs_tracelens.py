@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from conftest import REPO, shared_path
+
+from tests.support.env import REPO, shared_path
 
 SCRIPT = REPO / "benchmarks" / "accuracy_vs_tracelens.py"
 

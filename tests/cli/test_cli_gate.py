@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import gpuscope
-from support.summaries import make_summary, sim_summary
-from support.validators import JUNIT_XSD as XSD
-from support.validators import xmlschema_module as _xmlschema
 
 from cli.main import main
 from reports.store import open_store
+from tests.support.cli import gpuscope
+from tests.support.summaries import make_summary, sim_summary
+from tests.support.validators import JUNIT_XSD as XSD
+from tests.support.validators import xmlschema_module as _xmlschema
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import msgspec
-from conftest import SAMPLES, gpuscope
 
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from reports.critical_path_section import critical_path
+from tests.support.cli import gpuscope
 from tests.support.critical_path_traces import training_run
+from tests.support.env import SAMPLES
 
 
 def test_section_ranks_fixes_by_recovered_time_and_replays_exactly() -> None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import gpuscope
-from support.summaries import sim_summary
 
 from cli.main import main
+from tests.support.cli import gpuscope
+from tests.support.summaries import sim_summary
 
 
 def _write(path: Path, doc: Any) -> Path:

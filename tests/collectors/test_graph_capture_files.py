@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from support.serving_data import CAPTURED, inference
 
 from collectors.errors import InputError
 from collectors.graph_capture import find_capture_files, read_execution_details
+from tests.support.serving_data import CAPTURED, inference
 
 
 @pytest.mark.parametrize("key", sorted(CAPTURED))

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from conftest import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.kineto import read_kineto
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import LAUNCH_CATS, TraceMeta, make_trace
+from tests.support.env import shared_path
 
 
 def _host(rows: list[tuple[str, str, int, int]]) -> pd.DataFrame:

@@ -11,13 +11,13 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from conftest import shared_path
 
 import collectors.kineto
 import collectors.nsys
 from collectors.errors import InputError
 from collectors.kineto import read_kineto
 from collectors.nsys import read_nsys
+from tests.support.env import shared_path
 
 KINETO = Path(collectors.kineto.__file__).parent
 KINETO_CALLS_DOWN = {

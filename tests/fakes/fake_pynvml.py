@@ -1,11 +1,11 @@
 """A fake ``pynvml`` at the NVML boundary, for CPU-only tests of the NVML sampler.
 
 It follows nvidia-ml-py's API: every function has the real function's signature (checked by
-``tests/test_nvml_fake_matches_api.py``), errors are the real ``pynvml.NVMLError`` subclasses
-with the real codes, and results are the real ctypes structures (``c_nvmlFieldValue_t``,
-``c_nvmlUtilization_t``, ``c_nvmlMemory_t``, ``c_nvmlGpmMetricsGet_t`` ...).  Devices are
-simulated with readings that are exact functions of a fake clock, so tests can compute the
-expected rows by hand.
+``tests/profiler/backends/test_nvml_fake_matches_api.py``), errors are the real
+``pynvml.NVMLError`` subclasses with the real codes, and results are the real ctypes structures
+(``c_nvmlFieldValue_t``, ``c_nvmlUtilization_t``, ``c_nvmlMemory_t``,
+``c_nvmlGpmMetricsGet_t`` ...).  Devices are simulated with readings that are exact functions of
+a fake clock, so tests can compute the expected rows by hand.
 """
 
 from __future__ import annotations

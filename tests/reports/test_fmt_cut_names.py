@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from rich.console import Console
-from support.amd_traces import raw_events, tracelens_path, tracelens_traces
 
 from reports import fmt
 from reports.console import kernel_table
+from tests.support.amd_traces import raw_events, tracelens_path, tracelens_traces
 
 XDIT = "inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz"
 

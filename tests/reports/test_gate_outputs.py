@@ -9,14 +9,14 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from rich.console import Console
-from support.summaries import kernel_row, make_summary, sim_summary
-from support.validators import JUNIT_XSD as XSD
-from support.validators import xmlschema_module as _xmlschema
 
 from analyzers.gate.baseline import Baseline
 from analyzers.gate.metrics import MetricValue, extract_metrics
 from analyzers.gate.verdicts import decide
 from reports import gate_outputs as out
+from tests.support.summaries import kernel_row, make_summary, sim_summary
+from tests.support.validators import JUNIT_XSD as XSD
+from tests.support.validators import xmlschema_module as _xmlschema
 
 EVIL = 'void gemm<float, 128>(x|y) & "z" [*_`] \x07<script>alert(1)</script>\nnext'
 

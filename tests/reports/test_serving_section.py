@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from builders import trace_us
 from rich.console import Console
-from support.raw_kineto import events
-from support.serving_builders import Call, Kernel, Op, Range, serving_trace
-from support.serving_data import CAPTURED, inference, tracelens_root
 
 from analyzers.options import AnalysisOptions
 from analyzers.serving.ops import range_owner
 from collectors.kineto import read_kineto
 from reports.serving_console import print_serving_section, serving_tables
 from reports.serving_section import serving_section
+from tests.support.builders import trace_us
+from tests.support.raw_kineto import events
+from tests.support.serving_builders import Call, Kernel, Op, Range, serving_trace
+from tests.support.serving_data import CAPTURED, inference, tracelens_root
 
 OPTS = AnalysisOptions()
 

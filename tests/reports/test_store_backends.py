@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 from sqlalchemy import event, text
-from support.summaries import kernel_row, make_summary
 
 from analyzers.gate.baseline import Baseline
 from analyzers.gate.environment import Environment
@@ -17,6 +16,7 @@ from analyzers.gate.metrics import extract_metrics
 from analyzers.gate.verdicts import decide
 from collectors.errors import InputError, UsageError
 from reports.store import open_store
+from tests.support.summaries import kernel_row, make_summary
 
 ENV_A = Environment(
     gpu_model="NVIDIA H100 80GB HBM3",

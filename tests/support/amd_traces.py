@@ -3,15 +3,13 @@ trace, their raw kernel events, and loaded traces (cached per path)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from conftest import SHARED_DATA, shared_path
-
 from collectors.model import Trace
+from tests.support.env import SHARED_DATA, shared_path
+from tests.support.raw_kineto import document
 
 TRACELENS = ("kineto", "tracelens")
 HTA_MI250 = ("kineto", "hta", "amd_trace", "mi250_minitoy_train_ROCm6_2_kineto.json.gz")
@@ -32,8 +30,7 @@ def tracelens_path(rel: str) -> Path:
 @cache
 def raw_events(path: Path) -> dict[str, Any]:
     """The trace's JSON document, read independently of gpuscope's reader."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    return document(path)
 
 
 @cache

@@ -10,8 +10,6 @@ only) and returns the trace with the optional columns ``event_index`` (both tabl
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -20,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from collectors.model import Trace
+from tests.support.raw_kineto import trace_events
 
 
 def raw_events(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt") if str(path).endswith(".gz") else open(path) as f:
-        return list(json.load(f)["traceEvents"])
+    return trace_events(path)
 
 
 def _ns(x: Any) -> int:

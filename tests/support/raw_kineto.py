@@ -1,19 +1,36 @@
 """A private, minimal reader of raw Kineto JSON for tests: the independent side of comparisons.
 
-It decodes the file with msgspec (floats as :class:`decimal.Decimal`, so times convert to
-integer nanoseconds exactly) and never calls gpuscope's reader.  It also exposes what the trace
-model does not hold yet: ``args.kernel`` of the runtime calls that launch kernels.
+:func:`document` is the file's JSON document as the standard library reads it (floats, or
+:class:`decimal.Decimal` with ``exact=True``); :func:`events` decodes with msgspec (floats as
+``Decimal``, so times convert to integer nanoseconds exactly).  Neither calls gpuscope's
+reader.  It also exposes what the trace model does not hold yet: ``args.kernel`` of the
+runtime calls that launch kernels.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+
+def document(path: Path, *, exact: bool = False) -> Any:
+    """The JSON document of a ``.json`` or ``.json.gz`` file (``json`` module; floats as
+    ``Decimal`` when *exact*).  A fresh object per call: callers may edit it."""
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw, parse_float=Decimal) if exact else json.loads(raw)
+
+
+def trace_events(path: Path, *, exact: bool = False) -> list[dict[str, Any]]:
+    """Every entry of the file's ``traceEvents`` (see :func:`document`)."""
+    return list(document(path, exact=exact)["traceEvents"])
 
 
 @lru_cache(maxsize=8)

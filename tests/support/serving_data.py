@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import IN_CI, SHARED_DATA, shared_path
+from tests.support.env import IN_CI, SHARED_DATA, shared_path
 
 TRACELENS = ("kineto", "tracelens")
 INFERENCE = (*TRACELENS, "inference")

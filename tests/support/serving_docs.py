@@ -40,8 +40,8 @@ def phase_rules_table() -> str:
 def graph_coverage_table(tracelens: Path) -> str:
     """Markdown: graph attribution on the shared traces with a capture, with and without the
     capture's kernel names."""
-    from support.raw_kineto import launch_kernel_names
-    from support.serving_data import CAPTURED
+    from tests.support.raw_kineto import launch_kernel_names
+    from tests.support.serving_data import CAPTURED
 
     lines = [
         "| trace | graph launches | replayed kernels | replayed ms | kernel names | "
@@ -64,7 +64,7 @@ def graph_coverage_table(tracelens: Path) -> str:
 
 def phase_results_table(tracelens: Path) -> str:
     """Markdown: the serving steps of the shared SGLang and vLLM traces."""
-    from support.serving_data import SERVING
+    from tests.support.serving_data import SERVING
 
     lines = [
         "| trace | phase | requests | tokens (prefill + decode) | kernels | GPU busy ms | "

@@ -1,8 +1,8 @@
 """Run-history store locations for tests: a fresh SQLite file, or a fresh PostgreSQL schema.
 
 PostgreSQL: ``GPUSCOPE_TEST_PG_URL`` (``.ci/run`` exports it); each test gets a fresh schema.
-Without a server the PostgreSQL cases skip locally and fail under ``CI=true``.  Use the fixture
-in a test module with ``from support.stores import store_url  # noqa: F401  (fixture)``.
+Without a server the PostgreSQL cases skip locally and fail under ``CI=true``.  The fixture is
+registered for every test module by ``tests/conftest.py``'s ``pytest_plugins``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from conftest import require_service
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from tests.support.env import require_service
 
 PG_URL = os.environ.get("GPUSCOPE_TEST_PG_URL")
 

@@ -3,7 +3,7 @@
 :func:`complete` fills every required key a partial summary (or section) leaves out with a
 neutral value of its type (0, 0.0, "", [], {}, ``None`` where the schema allows it), recursing
 into the sections given, so a test writes only the keys it is about.  The builders below
-return complete summaries; ``tests/collectors/test_summary_schema.py`` checks that each one
+return complete summaries; ``tests/collectors/summary/test_summary_schema.py`` checks that each one
 validates, so every hand-built summary is one the reader accepts.
 """
 

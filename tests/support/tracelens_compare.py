@@ -24,7 +24,7 @@ from analyzers.serving.categories import CATEGORIES, MEMORY, categorize
 from analyzers.serving.graphs import Capture, attribute_graphs
 from analyzers.serving.ops import kernel_ops
 from collectors.kineto import read_kineto
-from support.raw_kineto import launch_kernel_names
+from tests.support.raw_kineto import launch_kernel_names
 
 CROSSWALK = {
     "GEMM": "GEMM",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from conftest import require_service
+from tests.support.env import require_service
 
 JUNIT_XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit.xsd"
 """The Jenkins xUnit plugin's JUnit schema."""

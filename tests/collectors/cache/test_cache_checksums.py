@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
 
 from collectors.cache import TraceCache, read_kineto_cached
 from collectors.kineto import read_kineto
-from collectors.synthetic import write_samples
 from reports.summary.engine import analyze_paths
+from tests.support.env import shared_path
+from tests.support.synthetic import write_samples
 
 
 @pytest.fixture

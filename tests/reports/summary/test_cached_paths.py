@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from collectors.load import load_traces
-from collectors.synthetic import write_samples
 from reports.summary import build_summary
 from reports.summary.engine import analyze_paths
+from tests.support.synthetic import write_samples
 
 
 @pytest.fixture

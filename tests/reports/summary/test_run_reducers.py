@@ -8,7 +8,6 @@ called directly on every Trace, as it was computed before the reducers existed.
 from __future__ import annotations
 
 import pytest
-from conftest import SAMPLES
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
@@ -16,6 +15,7 @@ from collectors.load import load_traces
 from collectors.model import Trace
 from reports.summary.many_ranks import RUN_REDUCERS, rank_digest, run_sections
 from reports.summary.registry import RUN_SECTIONS
+from tests.support.env import SAMPLES
 
 
 @pytest.fixture(scope="module")
