@@ -234,3 +234,20 @@ def test_read_only_directory_for_an_unprivileged_user(
     line = _one_error_line(proc.stderr)
     assert line == f"gpuscope: error: {out}: cannot write the {what}: Permission denied"
     assert sorted(p.name for p in out.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["calibrate", "-o", "{out}"], ["commbench", "--sizes", "1K:2K", "--json", "{out}"]],
+    ids=["calibrate -o", "commbench --json"],
+)
+def test_gpu_commands_refuse_an_existing_output_before_measuring(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No GPU, torch.distributed or torchrun is needed to learn that the file exists."""
+    out = tmp_path / "existing.file"
+    out.write_text(OLD)
+    assert main([a.format(out=out) for a in argv]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == f"gpuscope: error: {out}: output exists; pass --force to replace it"
+    assert out.read_text() == OLD
