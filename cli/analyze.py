@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.outputs import ForceOpt
 from collectors.errors import UsageError
+from reports.output import check_outputs
 
 if TYPE_CHECKING:
     from analyzers.inputs import AnalysisInputs
@@ -101,14 +103,17 @@ def run_analyze(
     scheduler: str | None = None,
     workers: int | None = None,
     no_cache: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
     Raises:
         InputError: an input is missing, unreadable, corrupt, or two files claim one rank.
-        UsageError: a bad option, or an option whose module is not available.
+        UsageError: a bad option, an option whose module is not available, or an output
+            that exists without *force* or cannot be written.
     """
     _check_options(hta_version)
+    check_outputs([json_out, html], force=force)
     from rich.console import Console
 
     from analyzers.options import AnalysisOptions
@@ -136,14 +141,11 @@ def run_analyze(
     summary = result.summary
     written: list[Path] = []
     if json_out is not None:
-        try:
-            written.append(write_summary(summary, json_out))
-        except OSError as e:
-            raise UsageError(f"cannot write the JSON summary: {e.strerror}", path=json_out) from e
+        written.append(write_summary(summary, json_out, force=force))
     if html is not None:
         from reports.html import write_report
 
-        written.append(write_report(summary, html))
+        written.append(write_report(summary, html, force=force))
     out = Console(highlight=False)
     print_summary(summary, out)
     for p in written:
@@ -185,6 +187,7 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--workers", metavar="N", help=WORKERS_HELP)
         ] = None,
         no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+        force: ForceOpt = False,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -204,4 +207,5 @@ def register(app: typer.Typer) -> None:
             scheduler=scheduler,
             workers=workers,
             no_cache=no_cache,
+            force=force,
         )

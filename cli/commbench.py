@@ -18,7 +18,9 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.outputs import ForceOpt
 from collectors.errors import MissingDependencyError, UsageError
+from reports.output import check_output, write_atomic
 
 COLL_HELP = (
     "Comma list of collectives, or 'all' (all_reduce, all_gather, reduce_scatter, "
@@ -68,11 +70,13 @@ def run_commbench_cli(
     backend: str = "auto",
     check: bool = True,
     json_out: Path | None = None,
+    force: bool = False,
 ) -> int:
     """The command's work on one rank; returns the exit code.
 
     Raises:
-        UsageError: bad options, not launched by torchrun, unwritable JSON file.
+        UsageError: bad options, not launched by torchrun, a JSON file that exists (without
+            *force*) or cannot be written.
         MissingDependencyError: torch (or CUDA for nccl) absent.
     """
     from profiler.backends.commbench import (
@@ -85,6 +89,8 @@ def run_commbench_cli(
 
     if iters < 1 or warmup < 0:
         raise UsageError("--iters must be ≥ 1 and --warmup ≥ 0")
+    if json_out is not None:  # every rank: they stop together, before any collective
+        check_output(json_out, force=force)
     config = BenchConfig(
         collectives=parse_collectives(collectives),
         sizes=parse_sizes(sizes),
@@ -103,12 +109,9 @@ def run_commbench_cli(
 
             from reports.summary.sections.comm import nccl_tests_json
 
-            try:
-                json_out.parent.mkdir(parents=True, exist_ok=True)
-                doc = nccl_tests_json(logs, source="commbench")
-                json_out.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-            except OSError as e:
-                raise UsageError(f"cannot write the JSON file: {e.strerror}", path=json_out) from e
+            doc = nccl_tests_json(logs, source="commbench")
+            text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+            write_atomic(json_out, text, force=force, what="commbench JSON")
         typer.echo(format_text(logs), nl=False)
         if json_out is not None:
             typer.echo(f"Wrote {json_out}")
@@ -145,10 +148,13 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[
             Path | None, typer.Option("--json", metavar="FILE", help=JSON_HELP)
         ] = None,
+        force: ForceOpt = False,
     ) -> int:
         """Measure NCCL/gloo collectives like nccl-tests (run under torchrun on every rank).
 
         Prints time, algbw = S/time and busbw = algbw × factor per collective and size, in
         nccl-tests' layout; --json writes the same document as 'gpuscope nccl-tests --json'.
         """
-        return run_commbench_cli(collectives, sizes, iters, warmup, dtype, backend, check, json_out)
+        return run_commbench_cli(
+            collectives, sizes, iters, warmup, dtype, backend, check, json_out, force
+        )

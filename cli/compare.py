@@ -15,8 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from cli.inputs import looks_like_summary
+from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
 from collectors.rundir import SUMMARY, TRACES
+from reports.output import check_outputs
 
 VIEWS = ("kernel", "op", "collective", "annotation", "step")
 PLOTLYJS = ("inline", "cdn")
@@ -78,12 +80,14 @@ def run_compare(
     all_events: bool = False,
     top: int = 20,
     plotlyjs: str = "inline",
+    force: bool = False,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the JSON document.
 
     Raises:
         InputError: an input is missing, unreadable or corrupt.
-        UsageError: a bad option, or an output that cannot be written.
+        UsageError: a bad option, or an output that exists without *force* or cannot be
+            written.
     """
     if by not in VIEWS:
         raise UsageError(f"--by must be one of {', '.join(VIEWS)}, not {by!r}")
@@ -91,6 +95,7 @@ def run_compare(
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS)}, not {plotlyjs!r}")
     if top < 1:
         raise UsageError(f"--top must be at least 1, not {top}")
+    check_outputs([json_out, html], force=force)
     from rich.console import Console
 
     from analyzers.compare import compare
@@ -109,9 +114,9 @@ def run_compare(
     doc = comparison_to_dict(result, by)
     written = []
     if json_out is not None:
-        written.append(write_json(doc, json_out))
+        written.append(write_json(doc, json_out, force=force))
     if html is not None:
-        written.append(write_html(doc, html, by, plotlyjs))
+        written.append(write_html(doc, html, by, plotlyjs, force=force))
     out = Console(highlight=False)
     print_comparison(doc, out, by, top)
     for p in written:
@@ -140,6 +145,7 @@ def register(app: typer.Typer) -> None:
         plotlyjs: Annotated[
             str, typer.Option("--plotlyjs", metavar="inline|cdn", help=PLOTLYJS_HELP)
         ] = "inline",
+        force: ForceOpt = False,
     ) -> None:
         """Compare two runs: what got slower, by kernel, op, collective, annotation or step.
 
@@ -148,4 +154,4 @@ def register(app: typer.Typer) -> None:
         is its contribution to the change in step time, and the contributions plus an explicit
         'other' remainder add up to that change exactly.  Definitions: docs/compare.md.
         """
-        run_compare(base, current, json_out, html, by, all_events, top, plotlyjs)
+        run_compare(base, current, json_out, html, by, all_events, top, plotlyjs, force)

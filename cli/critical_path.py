@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from cli.outputs import ForceOpt
 from collectors.errors import UsageError
+from reports.output import check_output, write_atomic
 
 PATHS_HELP = "Trace files or directories (one rank per file), as for `gpuscope analyze`."
 JSON_HELP = "Write the critical_path section as JSON to FILE."
@@ -16,16 +18,21 @@ BUSBW_HELP = "Also predict the steps with every matched collective at this bus b
 
 
 def run_critical_path(
-    paths: list[str], json_out: Path | None = None, busbw: float | None = None
+    paths: list[str],
+    json_out: Path | None = None,
+    busbw: float | None = None,
+    force: bool = False,
 ) -> dict[str, object] | None:
     """Load *paths*, analyse, print; returns the section (None without ProfilerSteps).
 
     Raises:
         InputError: an input is missing, unreadable or corrupt.
-        UsageError: a bad option, or the JSON file cannot be written.
+        UsageError: a bad option, or the JSON file exists without *force* or cannot be written.
     """
     if busbw is not None and not busbw > 0:
         raise UsageError(f"--busbw must be a positive number of GB/s, not {busbw}")
+    if json_out is not None:
+        check_output(json_out, force=force)
     import msgspec
     from rich.console import Console
 
@@ -40,10 +47,8 @@ def run_critical_path(
     out = Console(highlight=False)
     print_critical_path(section, out)
     if json_out is not None:
-        try:
-            json_out.write_bytes(msgspec.json.format(msgspec.json.encode(section), indent=1))
-        except OSError as e:
-            raise UsageError(f"cannot write the JSON: {e.strerror}", path=json_out) from e
+        data = msgspec.json.format(msgspec.json.encode(section), indent=1)
+        write_atomic(json_out, data, force=force, what="critical-path JSON")
         out.print(f"Wrote {json_out}", markup=False)
     return section
 
@@ -62,7 +67,8 @@ def register(app: typer.Typer) -> None:
         busbw: Annotated[
             float | None, typer.Option("--busbw", metavar="GBPS", help=BUSBW_HELP)
         ] = None,
+        force: ForceOpt = False,
     ) -> None:
         """What to fix first: the critical path of each step across ranks, blame in ms, and
         what-if predictions (CUDA graphs, overlap, a rank on time, faster kernels)."""
-        run_critical_path(paths, json_out, busbw)
+        run_critical_path(paths, json_out, busbw, force)

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.outputs import ForceOpt
 from collectors.errors import UsageError
 
 
@@ -84,12 +85,15 @@ def _roofline(
         typer.echo(line, err=True)
 
 
-def _calibrate(output: Path | None, size_mb: int, n: int, as_json: bool) -> None:
+def _calibrate(output: Path | None, size_mb: int, n: int, as_json: bool, force: bool) -> None:
     from profiler.backends.calibrate import calibrate
+    from reports.output import check_output, write_atomic
 
+    if output is not None:
+        check_output(output, force=force)
     cal = calibrate(size_bytes=size_mb * 1_000_000, n=n)
     if output is not None:
-        output.write_text(cal.to_toml(), encoding="utf-8")
+        write_atomic(output, cal.to_toml(), force=force, what="peaks TOML")
     if as_json:
         _echo_json(cal.to_dict())
         return
@@ -156,6 +160,7 @@ def register(app: typer.Typer) -> None:
         size_mb: Annotated[int, typer.Option("--size-mb", help="copy buffer size, MB")] = 1024,
         n: Annotated[int, typer.Option("--n", help="matmul size n (n x n)")] = 8192,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        force: ForceOpt = False,
     ) -> None:
         """Measure achievable memory bandwidth and matmul throughput of the local GPU."""
-        _calibrate(output, size_mb, n, as_json)
+        _calibrate(output, size_mb, n, as_json, force)

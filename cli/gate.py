@@ -22,9 +22,11 @@ from analyzers.gate.environment import Environment, environment_from_summary
 from analyzers.gate.metrics import METRICS, MetricValue, extract_metrics, metric_of
 from analyzers.gate.rules import GateRules, parse_rules
 from analyzers.gate.verdicts import evaluate
+from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
 from collectors.summary.reader import read_summary, read_summary_file
 from collectors.summary.schema import Summary
+from reports.output import check_output, check_outputs, write_atomic
 
 if TYPE_CHECKING:
     from reports.store import Store
@@ -75,13 +77,6 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
             raise UsageError(f"--env {pair!r}: expected KEY=VALUE")
         out[key.strip()] = value.strip()
     return out
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror}", path=path) from err
 
 
 def _metrics(summary: Summary, rules: GateRules) -> dict[str, MetricValue]:
@@ -159,6 +154,7 @@ def gate(
         bool,
         typer.Option("--save-verdicts/--no-save-verdicts", help="Store verdicts (with --store)."),
     ] = True,
+    force: ForceOpt = False,
 ) -> int:
     """Gate CURRENT against a baseline: exit 0 pass, 1 regression, 2 error, 3 insufficient
     data (with --strict)."""
@@ -168,6 +164,7 @@ def gate(
 
     if (baseline is None) == (store is None):
         raise UsageError("give exactly one of --baseline BASE.json or --store URL")
+    check_outputs([junit, markdown, json_out], force=force)
     gate_rules = read_rules(rules)
     env_pairs = parse_env(env)
     data = read_summary(current)
@@ -206,11 +203,11 @@ def gate(
     width = None if sys.stdout.isatty() else 160
     out.render_table(doc, Console(highlight=False, width=width))
     if junit is not None:
-        _write(junit, out.junit_xml(doc))
+        write_atomic(junit, out.junit_xml(doc), force=force, what="JUnit XML")
     if markdown is not None:
-        _write(markdown, out.markdown(doc))
+        write_atomic(markdown, out.markdown(doc), force=force, what="Markdown summary")
     if json_out is not None:
-        _write(json_out, out.document_json(doc))
+        write_atomic(json_out, out.document_json(doc), force=force, what="gate result")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in out.github_annotations(doc):
             sys.stdout.write(line + "\n")
@@ -246,6 +243,7 @@ def history(
         typer.Option("--metric", help="Only this metric (step_time_ns) or series key."),
     ] = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only this branch.")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Write a trend page: metrics over commits, change points (ruptures), gate verdicts."""
     from reports.history import render_history
@@ -253,6 +251,7 @@ def history(
 
     if metric is not None and metric_of(metric) not in METRICS:
         raise UsageError(f"--metric {metric!r}: unknown metric; known: {', '.join(METRICS)}")
+    check_output(output, force=force)
     with open_store(store) as st:
         hist = st.history(name=name, branch=branch, metric=metric)
         verdicts = st.verdicts(name=name)
@@ -263,7 +262,8 @@ def history(
         )
         raise InputError(f"no recorded run{' for ' + what if what else ''}", path=display)
     title = f"gpuscope history: {name or 'all benchmarks'}" + (f" · {metric}" if metric else "")
-    _write(output, render_history(hist, verdicts, title=title))
+    page = render_history(hist, verdicts, title=title)
+    write_atomic(output, page, force=force, what="history page")
     typer.echo(f"Wrote {output}")
 
 

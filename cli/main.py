@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 
 # Typer >= 0.29 vendors click (pyproject requires it), so click is not a dependency of ours.
-from typer._click.exceptions import ClickException
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer._click.exceptions import UsageError as ClickUsageError
 
 from collectors.errors import GpuscopeError
 
@@ -70,6 +71,15 @@ def _error_line(err: GpuscopeError) -> str:
     return f"gpuscope: error: {err}"
 
 
+def _click_error_line(ex: ClickException) -> str:
+    """One line for a Click error: the problem, and for a usage error where help is."""
+    line = f"gpuscope: error: {' '.join(ex.format_message().split())}"
+    ctx = getattr(ex, "ctx", None)
+    if isinstance(ex, ClickUsageError) and ctx is not None:
+        line = f"{line.rstrip('.')}; see '{ctx.command_path} --help'"
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -82,8 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except typer.Exit as ex:
         return int(getattr(ex, "exit_code", 0) or 0)
-    except ClickException as ex:
+    except NoArgsIsHelpError as ex:  # a bare command: its help is the answer
         ex.show()
+        return int(ex.exit_code)
+    except ClickException as ex:
+        err_console.print(_click_error_line(ex), markup=False)
         return int(ex.exit_code)
     except typer.Abort:
         err_console.print("gpuscope: aborted", markup=False)

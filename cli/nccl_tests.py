@@ -13,7 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
+from reports.output import check_output, write_atomic
 
 LOGS_HELP = "nccl-tests output (stdout of *_perf, any version since 2017) or its -J JSON file."
 JSON_HELP = "Write every parsed row, the checks and the peak table as JSON to FILE."
@@ -26,12 +28,13 @@ def run_nccl_tests(
     json_out: Path | None = None,
     collective: str | None = None,
     nranks: int | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """The command's work; returns the JSON document.
 
     Raises:
         InputError: some logs could not be read (after the others were reported).
-        UsageError: bad options, or the JSON file cannot be written.
+        UsageError: bad options, or the JSON file exists without *force* or cannot be written.
     """
     from rich.console import Console
 
@@ -41,6 +44,8 @@ def run_nccl_tests(
 
     if nranks is not None and nranks < 1:
         raise UsageError("--nranks must be ≥ 1")
+    if json_out is not None:
+        check_output(json_out, force=force)
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     parsed = []
@@ -61,11 +66,8 @@ def run_nccl_tests(
     if json_out is not None:
         import json
 
-        try:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-        except OSError as e:
-            raise UsageError(f"cannot write the JSON file: {e.strerror}", path=json_out) from e
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+        write_atomic(json_out, text, force=force, what="nccl-tests JSON")
 
     print_nccl_tests(parsed, peak_table(parsed), out, err)
     if json_out is not None:
@@ -92,6 +94,7 @@ def register(app: typer.Typer) -> None:
         nranks: Annotated[
             int | None, typer.Option("--nranks", metavar="N", help=NRANKS_HELP)
         ] = None,
+        force: ForceOpt = False,
     ) -> None:
         """Parse nccl-tests logs, recheck every row's algbw/busbw, print peak busbw per size.
 
@@ -99,4 +102,4 @@ def register(app: typer.Typer) -> None:
         alltoall), 1 (broadcast, reduce); GB/s = 10^9 B/s.  The logs' '# Avg bus bandwidth'
         is a mean over all sizes, not a peak: it is kept in the JSON only.
         """
-        run_nccl_tests(logs, json_out, collective, nranks)
+        run_nccl_tests(logs, json_out, collective, nranks, force)

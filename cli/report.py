@@ -18,9 +18,11 @@ from typing import Annotated, Any
 import typer
 
 from cli.inputs import looks_like_summary
+from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
 from collectors.rundir import SUMMARY, TRACES
 from collectors.summary.reader import read_summary
+from reports.output import check_output
 
 GATE_RESULT = Path("gate", "result.json")
 
@@ -33,7 +35,6 @@ PLOTLYJS_HELP = (
     "loads plotly.js from the network."
 )
 GATE_HELP = "A gate result (gpuscope gate --json) for the PASS/FAIL banner."
-FORCE_HELP = "Replace the output file if it exists."
 EXPORT_HELP = (
     "Trace files and directories, or a run directory (its traces and NVML counters are exported)."
 )
@@ -81,13 +82,6 @@ def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any]
     return summarise(inputs), None
 
 
-def _check_output(out: Path, force: bool) -> None:
-    if out.exists() and not force:
-        raise UsageError("output exists; pass --force to replace it", path=out)
-    if out.is_dir():
-        raise UsageError("output is a directory; give a file name", path=out)
-
-
 def run_report(
     inputs: list[str],
     out: Path,
@@ -105,11 +99,11 @@ def run_report(
 
     if plotlyjs not in PLOTLYJS_MODES:
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
-    _check_output(out, force)
+    check_output(out, force=force)
     summary, gate_doc = resolve_inputs(inputs)
     if gate is not None:
         gate_doc = _read_json(gate, "gate result")
-    return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc)
+    return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc, force=force)
 
 
 def run_export(inputs: list[str], out: Path, force: bool = False) -> Path:
@@ -124,7 +118,7 @@ def run_export(inputs: list[str], out: Path, force: bool = False) -> Path:
     from collectors.load import load_traces
     from reports.perfetto import write_perfetto
 
-    _check_output(out, force)
+    check_output(out, force=force)
     paths: list[str] = []
     nvml: dict[str, Any] = {}
     for raw in inputs:
@@ -134,7 +128,7 @@ def run_export(inputs: list[str], out: Path, force: bool = False) -> Path:
             nvml.update(_counters(p))
         else:
             paths.append(raw)
-    return write_perfetto(load_traces(paths), out, nvml or None)
+    return write_perfetto(load_traces(paths), out, nvml or None, force=force)
 
 
 def register(app: typer.Typer) -> None:
@@ -152,7 +146,7 @@ def register(app: typer.Typer) -> None:
         gate: Annotated[
             Path | None, typer.Option("--gate", metavar="RESULT.json", help=GATE_HELP)
         ] = None,
-        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+        force: ForceOpt = False,
     ) -> None:
         """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
         path = run_report(inputs, out, plotlyjs, gate, force)
@@ -167,7 +161,7 @@ def register(app: typer.Typer) -> None:
                 "--perfetto", metavar="OUT.json", help="Chrome-trace JSON to open in Perfetto."
             ),
         ],
-        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+        force: ForceOpt = False,
     ) -> None:
         """Export traces (all ranks, step markers, counters, NVML) as one Chrome trace."""
         path = run_export(inputs, perfetto, force)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from cli.outputs import ForceOpt
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``run`` command to *app*."""
@@ -60,17 +62,16 @@ def register(app: typer.Typer) -> None:
         no_report: Annotated[
             bool, typer.Option("--no-report", help="Do not write the HTML report.")
         ] = False,
-        force: Annotated[
-            bool,
-            typer.Option("--force", help="Replace gpuscope's files in an existing run directory."),
-        ] = False,
+        force: ForceOpt = False,
     ) -> int:
         """Run CMD with capture on and analyse what it captured.
 
         Writes RUN/meta.json, RUN/traces/rank-<r>.pt.trace.json.gz, RUN/counters/<host>.csv.gz
-        (NVML), RUN/summary.json and RUN/report.html.  Programs need no change (capture starts
-        at `import torch`, steps at each optimizer step) unless they call profiler.step()
-        themselves.  The exit status is the program's (128+N if signal N ended it).
+        (NVML), RUN/summary.json and RUN/report.html; a run directory holding files is refused
+        without --force, which replaces only gpuscope's files there.  Programs need no change
+        (capture starts at `import torch`, steps at each optimizer step) unless they call
+        profiler.step() themselves.  The exit status is the program's (128+N if signal N ended
+        it; 127 if it could not be started, 126 if it is not executable).
         """
         from profiler.launch import RunOptions, run_command
 

@@ -5,12 +5,15 @@ The program runs in its own process group with the environment of
 SIGHUP received by gpuscope are forwarded to that whole group (a third one sends SIGKILL).
 Whatever the program's end — success, failure, crash or interrupt — gpuscope then writes
 ``meta.json``, the summary and the report from what was captured, and returns the program's exit
-status (``128 + N`` when signal N killed it).
+status (``128 + N`` when signal N killed it).  A program that cannot be started (its
+``#!`` interpreter missing, not executable) is recorded in ``meta.json`` with the status a shell
+gives: 127 (not found) or 126 (cannot execute).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors import rundir as layout
-from collectors.errors import MissingDependencyError, UsageError
+from collectors.errors import GpuscopeError, MissingDependencyError, UsageError
 from profiler import environment, rundir
 from profiler.config import (
     ENV_AUTO,
@@ -96,6 +99,7 @@ def prepare(opts: RunOptions) -> tuple[list[str], Path]:
     argv = list(opts.command)
     if shutil.which(argv[0]) is None:
         raise UsageError(f"command not found: {argv[0]}")
+    nsys: str | None = None
     if opts.nsys:
         nsys = shutil.which("nsys")
         if nsys is None:
@@ -106,11 +110,15 @@ def prepare(opts: RunOptions) -> tuple[list[str], Path]:
     run = Path(expand_out(opts.out or "runs/{date}-{name}", name=script_name(argv)))
     if run.exists() and not run.is_dir():
         raise UsageError(f"run directory is a file: {run}")
-    if run.is_dir() and any(run.iterdir()) and not opts.force:
+    try:
+        occupied = run.is_dir() and any(run.iterdir())
+    except OSError as e:
+        raise UsageError(f"cannot read the run directory: {e.strerror or e}", path=run) from e
+    if occupied and not opts.force:
         raise UsageError(
             f"run directory {run} exists and is not empty; choose another -o or pass --force"
         )
-    if opts.nsys:
+    if nsys is not None:
         argv = [nsys, "profile", *NSYS_FLAGS, "-o", str(run / layout.NSYS / "report"), *argv]
     return argv, run
 
@@ -153,11 +161,14 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
     """
     say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     argv, run = prepare(opts)
-    if opts.force and run.is_dir():
-        _clear(run)
-    run.mkdir(parents=True, exist_ok=True)
-    if opts.nsys:
-        (run / layout.NSYS).mkdir(exist_ok=True)
+    try:
+        if opts.force and run.is_dir():
+            _clear(run)
+        run.mkdir(parents=True, exist_ok=True)
+        if opts.nsys:
+            (run / layout.NSYS).mkdir(exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the run directory: {e.strerror or e}", path=run) from e
     options = {
         "steps": opts.steps,
         "nvml_hz": opts.nvml_hz,
@@ -166,22 +177,30 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
     }
     git = environment.git_info()
     started = time.time_ns()
+    # raises (exit 2) before anything starts when the directory cannot be written
     rundir.write_meta(
         run, command=list(opts.command), exit_code=None, started_unix_ns=started,
         options=options, git=git,
     )  # fmt: skip
     say(f"gpuscope: capturing into {run}")
-    code = _run_forwarding(argv, child_env(opts, run))
+    try:
+        code = _run_forwarding(argv, child_env(opts, run))
+    except CannotStart as e:
+        return _not_started(opts, run, e, started, options, git, say)
     ended = time.time_ns()
-    rundir.write_meta(
-        run,
-        command=list(opts.command),
-        exit_code=code,
-        started_unix_ns=started,
-        ended_unix_ns=ended,
-        options=options,
-        git=git,
-    )  # before the analysis: the summary's run section reads meta.json
+    try:
+        rundir.write_meta(
+            run,
+            command=list(opts.command),
+            exit_code=code,
+            started_unix_ns=started,
+            ended_unix_ns=ended,
+            options=options,
+            git=git,
+        )  # before the analysis: the summary's run section reads meta.json
+    except GpuscopeError as e:  # the program ran: its status is still the answer
+        say(f"gpuscope: error: {e}")
+        return code
     out = rundir.analyse(run, report=opts.report)
     files: dict[str, Any] = {
         "traces": [str(p.relative_to(run)) for p in out.traces],
@@ -191,17 +210,83 @@ def run_command(opts: RunOptions, echo: Callable[[str], None] | None = None) -> 
     }
     if opts.nsys:
         files["nsys"] = sorted(str(p.relative_to(run)) for p in (run / layout.NSYS).glob("*"))
-    meta = rundir.write_meta(
-        run, command=list(opts.command), exit_code=code, started_unix_ns=started,
-        ended_unix_ns=ended, options=options, git=git, files=files, notes=out.notes,
-    )  # fmt: skip
+    try:
+        meta = rundir.write_meta(
+            run, command=list(opts.command), exit_code=code, started_unix_ns=started,
+            ended_unix_ns=ended, options=options, git=git, files=files, notes=out.notes,
+        )  # fmt: skip
+    except GpuscopeError as e:
+        say(f"gpuscope: error: {e}")
+        return code
     for line in describe(run, meta, out, code):
         say(line)
     return code
 
 
+class CannotStart(Exception):
+    """The program could not be executed; ``code`` is what a shell returns for it."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _interpreter(program: str) -> str | None:
+    """The ``#!`` interpreter named by *program* (a path or a name on PATH), if any."""
+    path = program if os.sep in program else shutil.which(program)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].decode("utf-8", "replace").split()
+    return words[0] if words else None
+
+
+def start_failure(argv: Sequence[str], err: OSError) -> CannotStart:
+    """The shell's status and one line for a program that *err* kept from starting: 127 when
+    it (or its ``#!`` interpreter) does not exist, else 126 (cannot execute)."""
+    code = 127 if err.errno == errno.ENOENT else 126
+    message = f"cannot start {argv[0]}: {err.strerror or err}"
+    interp = _interpreter(argv[0])
+    if err.errno == errno.ENOENT and interp is not None and shutil.which(interp) is None:
+        message += f" (its interpreter {interp} does not exist)"
+    return CannotStart(code, message)
+
+
+def _not_started(
+    opts: RunOptions,
+    run: Path,
+    err: CannotStart,
+    started: int,
+    options: dict[str, Any],
+    git: dict[str, Any] | None,
+    say: Callable[[str], None],
+) -> int:
+    """Record a program that never ran (exit status, the reason) and return its status."""
+    try:
+        rundir.write_meta(
+            run, command=list(opts.command), exit_code=err.code, started_unix_ns=started,
+            ended_unix_ns=time.time_ns(), options=options, git=git, notes=[err.message],
+        )  # fmt: skip
+    except GpuscopeError as e:
+        say(f"gpuscope: error: {e}")
+    say(f"gpuscope: error: {err.message}")
+    say(f"  run directory  {run} (meta.json only; reuse it with --force)")
+    return err.code
+
+
 def _run_forwarding(argv: list[str], env: dict[str, str]) -> int:
-    """Run *argv* in its own process group, forwarding signals; returns its exit status."""
+    """Run *argv* in its own process group, forwarding signals; returns its exit status.
+
+    Raises:
+        CannotStart: *argv* could not be executed.
+    """
     kwargs: dict[str, Any] = {"env": env}
     if sys.version_info >= (3, 11):
         kwargs["process_group"] = 0
@@ -225,7 +310,7 @@ def _run_forwarding(argv: list[str], env: dict[str, str]) -> int:
         try:
             proc = subprocess.Popen(argv, **kwargs)
         except OSError as e:
-            raise UsageError(f"cannot start {argv[0]}: {e.strerror or e}") from None
+            raise start_failure(argv, e) from None
         rc = proc.wait()
     finally:
         for s, h in previous.items():

@@ -13,6 +13,7 @@ from typing import Any
 
 from collectors.rundir import META, REPORT, SUMMARY, TRACES, read_rank_metas, trace_files
 from profiler import environment
+from reports.output import write_atomic
 
 META_VERSION = 1
 
@@ -52,7 +53,12 @@ def write_meta(
     files: dict[str, Any] | None = None,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Merge the per-rank metadata into ``meta.json`` (atomically) and return it."""
+    """Merge the per-rank metadata into ``meta.json`` (atomically,
+    :func:`reports.output.write_atomic`) and return it.
+
+    Raises:
+        UsageError: the run directory or ``meta.json`` cannot be written.
+    """
     run = Path(run_dir)
     ranks = read_rank_metas(run)
     nvml: dict[str, Any] = {}
@@ -77,11 +83,8 @@ def write_meta(
         "files": files or {},
         "notes": notes or [],
     }
-    run.mkdir(parents=True, exist_ok=True)
-    p = run / META
-    tmp = p.with_name(f".{META}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(meta, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, p)
+    text = json.dumps(meta, indent=1, allow_nan=False) + "\n"
+    write_atomic(run / META, text, force=True, what="run metadata")
     return meta
 
 
@@ -124,7 +127,7 @@ def analyse(run_dir: str | Path, *, report: bool = True) -> Outcome:
         except GpuscopeError as e:
             out.notes.append(f"NVML counters not read: {e}")
         summary = build_summary(traces, extras=extras)
-        out.summary = write_summary(summary, run / SUMMARY)
+        out.summary = write_summary(summary, run / SUMMARY, force=True)
     except GpuscopeError as e:
         out.notes.append(f"summary not written: {e}")
         return out
@@ -138,7 +141,7 @@ def analyse(run_dir: str | Path, *, report: bool = True) -> Outcome:
             out.notes.append("HTML report skipped: reports.html is not available in this version")
             return out
         try:
-            write_report(summary, run / REPORT)
+            write_report(summary, run / REPORT, force=True)
             out.report = run / REPORT
         except Exception as e:
             out.notes.append(f"HTML report not written: {type(e).__name__}: {e}")

@@ -51,6 +51,11 @@ from profiler.regions import RegionRecorder, nvtx_mark, set_recorder
 if TYPE_CHECKING:
     from profiler.backends.protocol import Backend, SessionContext
 
+FLUSHED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals whose default action (terminate) the session precedes by writing the trace."""
+
 MAX_STEP_TIMES = 1_000_000
 """Host step durations kept (8 bytes each); later steps are counted, not stored."""
 
@@ -125,7 +130,8 @@ class Session:
         self._steps_total = 0
         self._in_window = False
         self._stop_reason: str | None = None
-        self._prev_sigterm: Any = None
+        self._prev_handlers: dict[int, Any] = {}
+        """Signals whose default action :meth:`_install_signal_handlers` replaced."""
         self._auto_steps_last = False
         self._explicit_steps = False
         self._reported: set[str] = set()
@@ -199,7 +205,7 @@ class Session:
         if 0 in self.window:
             self._window_begin()
         atexit.register(self._atexit)
-        self._install_sigterm()
+        self._install_signal_handlers()
 
     def _materialize(self) -> None:
         """Create the run directory and start the node's NVML sampler (local rank 0)."""
@@ -343,7 +349,7 @@ class Session:
                 _current = None
             with contextlib.suppress(Exception):
                 atexit.unregister(self._atexit)
-            self._restore_sigterm()
+            self._restore_signal_handlers()
 
     def _stop(self, t: int) -> None:
         if self._trace is not None:
@@ -376,33 +382,35 @@ class Session:
     def _atexit(self) -> None:
         self.stop("exit")
 
-    # ------------------------------------------------------------------ SIGTERM
-    def _install_sigterm(self) -> None:
-        """Flush on SIGTERM (torchrun's way of stopping workers) when the program has no
-        handler of its own; the signal is then re-delivered with its default action."""
+    # ------------------------------------------------------------------ SIGTERM, SIGHUP
+    def _install_signal_handlers(self) -> None:
+        """Flush on SIGTERM (torchrun's way of stopping workers) and SIGHUP (a closed terminal
+        or SSH session; ``gpuscope run`` forwards it) when the program has no handler of its
+        own (an ignored signal stays ignored); the signal is then re-delivered with its default
+        action, so the process still ends by it (exit status 128 + N)."""
         if threading.current_thread() is not threading.main_thread():
             return
-        try:
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                self._prev_sigterm = signal.SIG_DFL
-                signal.signal(signal.SIGTERM, self._on_sigterm)
-        except (ValueError, OSError):
-            pass
+        for sig in FLUSHED_SIGNALS:
+            try:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    signal.signal(sig, self._on_signal)
+                    self._prev_handlers[sig] = signal.SIG_DFL
+            except (ValueError, OSError):
+                pass
 
-    def _restore_sigterm(self) -> None:
-        if self._prev_sigterm is None:
-            return
-        with contextlib.suppress(Exception):
-            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
-                signal.signal(signal.SIGTERM, self._prev_sigterm)
-        self._prev_sigterm = None
+    def _restore_signal_handlers(self) -> None:
+        for sig, previous in self._prev_handlers.items():
+            with contextlib.suppress(Exception):
+                if signal.getsignal(sig) == self._on_signal:
+                    signal.signal(sig, previous)
+        self._prev_handlers = {}
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: Any) -> None:
         try:
-            self.stop("SIGTERM")
+            self.stop(signal.Signals(signum).name)
         finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
 
     # ------------------------------------------------------------------ metadata
     def _write_rank_meta(self, final: bool = False, stopped_perf: int | None = None) -> None:

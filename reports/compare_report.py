@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from collectors.errors import UsageError
 from reports.compare_console import TOP_ROWS, print_comparison, steps_table, view_table
 from reports.compare_html import PLOTLYJS_MODES, render_page, render_section
 from reports.compare_json import FORMAT, SCHEMA_VERSION, comparison_to_dict
+from reports.output import write_atomic
 
 __all__ = [
     "FORMAT",
@@ -34,30 +34,30 @@ __all__ = [
 ]
 
 
-def write_json(doc: Mapping[str, Any], path: str | Path) -> Path:
-    """Write the document as UTF-8 JSON (no NaN: undefined values are null)."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write the comparison: {e.strerror or e}", path=p) from e
-    return p
+def write_json(doc: Mapping[str, Any], path: str | Path, *, force: bool = False) -> Path:
+    """Write the document as UTF-8 JSON (no NaN: undefined values are null), atomically
+    (:func:`reports.output.write_atomic`).
+
+    Raises:
+        UsageError: *path* exists without *force*, or cannot be written.
+    """
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    return write_atomic(path, text, force=force, what="comparison")
 
 
 def write_html(
-    doc: Mapping[str, Any], path: str | Path, by: str = "kernel", plotlyjs: str = "inline"
+    doc: Mapping[str, Any],
+    path: str | Path,
+    by: str = "kernel",
+    plotlyjs: str = "inline",
+    *,
+    force: bool = False,
 ) -> Path:
-    """Write :func:`render_page` to *path*.
+    """Write :func:`render_page` to *path* atomically (:func:`reports.output.write_atomic`).
 
     Raises:
-        UsageError: the file cannot be written, or a bad *plotlyjs* / view.
+        UsageError: *path* exists without *force*, or cannot be written, or a bad *plotlyjs* /
+            view.
     """
     text = render_page(doc, by, plotlyjs)
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write the HTML page: {e.strerror or e}", path=p) from e
-    return p
+    return write_atomic(path, text, force=force, what="HTML page")

@@ -9,10 +9,9 @@ counters, ranks × steps heatmap, definitions.  Its data payload is embedded as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from collectors.errors import UsageError
 from reports import html_figures as figs
@@ -20,6 +19,10 @@ from reports import html_sections as sec
 from reports import html_tables as tab
 from reports.html_page import page, script_json
 from reports.html_payload import build_payload
+from reports.output import write_atomic
+
+if TYPE_CHECKING:
+    from collectors.summary.schema import Summary
 
 PLOTLYJS_MODES = ("inline", "cdn")
 
@@ -57,7 +60,7 @@ def render_report(
     """
     if plotlyjs not in PLOTLYJS_MODES:
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
-    p = build_payload(summary, gate)
+    p = build_payload(cast("Summary", summary), gate)
     frags = figs.fragments(_figures(p), plotlyjs)
     body = "".join(
         [
@@ -83,20 +86,14 @@ def write_report(
     *,
     plotlyjs: str = "inline",
     gate: Mapping[str, Any] | None = None,
+    force: bool = False,
 ) -> Path:
-    """Render the report and write it to *path* (atomically); returns the path.
+    """Render the report and write it to *path* atomically
+    (:func:`reports.output.write_atomic`); returns the path.
 
     Raises:
-        UsageError: an unknown *plotlyjs* mode, or *path* cannot be written.
+        UsageError: an unknown *plotlyjs* mode, or *path* exists without *force*, or cannot be
+            written.
     """
     text = render_report(summary, plotlyjs=plotlyjs, gate=gate)
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write the HTML report: {e.strerror or e}", path=p) from e
-    return p
+    return write_atomic(path, text, force=force, what="HTML report")

@@ -24,15 +24,16 @@ correction).  Nothing is decimated: this export is the full-resolution view.
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
 from collectors.errors import UsageError
+from reports.output import write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,6 +128,7 @@ def _host_events(t: Trace, origin: int) -> Iterator[dict[str, Any]]:
 
 def _annotation_events(t: Trace, origin: int) -> Iterator[dict[str, Any]]:
     a = t.annotations
+    r: Any
     for r in a.itertuples(index=False):
         on_gpu = int(r.stream) >= 0
         yield {
@@ -163,7 +165,8 @@ def _counter_events(t: Trace, origin: int) -> Iterator[dict[str, Any]]:
         for pid in (host_pid(t.rank), gpu_pid(t.rank)):
             yield _counter("step", "number", pid, _us(ts, origin), v)
     c = t.counters
-    for (name, dev), g in c.groupby(["name", "device"], sort=True, observed=True):
+    for (name, device), g in c.groupby(["name", "device"], sort=True, observed=True):
+        dev = int(cast(int, device))
         group = f"device {dev}" if dev >= 0 else "host"
         pid = gpu_pid(t.rank) if dev >= 0 else host_pid(t.rank)
         for ts, v in zip(g["ts_ns"].tolist(), g["value"].tolist(), strict=True):
@@ -267,22 +270,24 @@ def chrome_trace(
 
 
 def write_perfetto(
-    traces: Sequence[Trace], path: str | Path, nvml: Mapping[str, pd.DataFrame] | None = None
+    traces: Sequence[Trace],
+    path: str | Path,
+    nvml: Mapping[str, pd.DataFrame] | None = None,
+    *,
+    force: bool = False,
 ) -> Path:
-    """Write :func:`chrome_trace` as JSON to *path* (atomically).
+    """Write :func:`chrome_trace` as JSON to *path* atomically
+    (:func:`reports.output.write_atomic`; streamed, not built as one string).
 
     Raises:
-        UsageError: nothing to export, or *path* cannot be written.
+        UsageError: nothing to export, or *path* exists without *force*, or cannot be written.
     """
     doc = chrome_trace(traces, nvml)
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with tmp.open("w", encoding="utf-8") as f:
-            json.dump(doc, f, separators=(",", ":"), allow_nan=False)
-        os.replace(tmp, p)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write the Perfetto trace: {e.strerror or e}", path=p) from e
-    return p
+
+    def dump(f: BinaryIO) -> None:
+        text = io.TextIOWrapper(f, encoding="utf-8")
+        json.dump(doc, text, separators=(",", ":"), allow_nan=False)
+        text.flush()
+        text.detach()
+
+    return write_atomic(path, dump, force=force, what="Perfetto trace")

@@ -22,6 +22,7 @@ from typing import Any
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
+from reports.output import write_atomic
 from reports.summary.many_ranks import RankDigest, rank_digest, run_sections
 from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS
 
@@ -94,9 +95,12 @@ def build_summary(
     return summary_document(entries, digests, options, inputs, lambda: traces)
 
 
-def write_summary(summary: Mapping[str, Any], path: str | Path) -> Path:
-    """Write the summary as UTF-8 JSON (NaN is never written: sections emit ``null``)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    return p
+def write_summary(summary: Mapping[str, Any], path: str | Path, *, force: bool = False) -> Path:
+    """Write the summary as UTF-8 JSON (NaN is never written: sections emit ``null``),
+    atomically (:func:`reports.output.write_atomic`); returns the path.
+
+    Raises:
+        UsageError: *path* exists without *force*, or cannot be written.
+    """
+    text = json.dumps(summary, indent=1, allow_nan=False) + "\n"
+    return write_atomic(path, text, force=force, what="JSON summary")

@@ -81,7 +81,7 @@ def test_summary_run_directory_and_trace_directory_inputs(tmp_path: Path) -> Non
     only = tmp_path / "only"
     only.mkdir()
     shutil.copy(summary, only / "summary.json")
-    proc = gpuscope("compare", only, src, "--json", out, "--by", "step", "--all-events")
+    proc = gpuscope("compare", only, src, "--json", out, "--by", "step", "--all-events", "--force")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["base"]["kind"] == "summary"
@@ -138,7 +138,7 @@ def test_html_page_escapes_kernel_names_and_embeds_plotly_once(tmp_path: Path) -
     (k,) = json.loads(m.group(1))["views"]["kernel"]["entries"]
     assert k["delta_ns"] == 30_000 and k["key"].startswith("evil<script>")
 
-    proc = gpuscope("compare", a, b, "--html", html_out, "--plotlyjs", "cdn")
+    proc = gpuscope("compare", a, b, "--html", html_out, "--plotlyjs", "cdn", "--force")
     assert proc.returncode == 0, proc.stderr
     small = html_out.read_text()
     assert "cdn.plot.ly" in small and len(small) < len(page) / 10
