@@ -83,7 +83,7 @@ class _Selection:
     """Boolean mask over ``trace.gpu`` rows: kept by the filter."""
 
 
-_CACHE: dict[tuple[int, int, bool, str], tuple[Any, Any, dict[str, Any]]] = {}
+_CACHE: dict[tuple[int, int, bool, str, bool], tuple[Any, Any, dict[str, Any]]] = {}
 """Per-trace results of live traces; an entry goes when its trace's table is collected."""
 _CACHE_SIZE = 64
 
@@ -92,10 +92,17 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     """``compute()`` once per (trace, window options, *name*); later calls reuse the result.
 
     Keyed by the identity of the trace's tables (never mutated) and the options that change
-    the window or the kernel types (``all_events``, ``hta_version``).  Results are dropped as
-    soon as the trace's ``gpu`` table is garbage-collected.
+    the window, the kernel types or the step events (``all_events``, ``hta_version``,
+    ``include_prelaunched``).  Results are dropped as soon as the trace's ``gpu`` table is
+    garbage-collected.
     """
-    key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
+    key = (
+        id(trace.gpu),
+        id(trace.host),
+        options.all_events,
+        options.hta_version,
+        options.include_prelaunched,
+    )
     hit = _CACHE.get(key)
     if hit is None or hit[0]() is not trace.gpu or hit[1]() is not trace.host:
         if len(_CACHE) >= _CACHE_SIZE:

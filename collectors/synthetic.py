@@ -34,10 +34,12 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any
 
-GENERATOR_VERSION = 1
-"""Bumped whenever the layout (and so the bytes written for given arguments) changes."""
+GENERATOR_VERSION = 2
+"""Bumped whenever the layout or the ground truth's definitions (and so the bytes written for
+given arguments) change.  2: steps on the GPU clock (docs/metrics.md §7)."""
 
 COMPUTE_STREAM = 7
 COMM_STREAM = 20
@@ -520,21 +522,46 @@ def _window_truth(
             "overlap_ns": overlap,
             "exposed_comm_ns": comm - overlap,
         },
-        "steps": [
+        "steps": _steps_truth(lay, listed),
+        "kernels": dict(sorted(totals["kernel"].items())),
+        "memcpy": dict(sorted(totals["memcpy"].items())),
+    }
+
+
+def _steps_truth(lay: RankLayout, listed: list[StepLayout]) -> list[dict[str, Any]]:
+    """The steps on the GPU clock (metrics.md §7), by construction: every step's work lies in
+    its own ProfilerStep range after the initialisation kernel, so step N runs on the GPU from
+    the previous listed step's last GPU end (the first: from its host start, the GPU being idle
+    since the initialisation kernel) to its own last GPU end, and nothing else runs then."""
+    out = []
+    prev_end: int | None = None
+    for s in listed:
+        ops = [op for op in lay.gpu if op.step == s.step]
+        g = s.start_ns if prev_end is None else prev_end
+        if prev_end is None:  # the GPU was idle since the initialisation kernel ended
+            g = min(s.gpu_first_ns, max(s.start_ns, lay.init_ns[1]))
+        lag = round(median(op.start_ns - op.launch_ns for op in ops))
+        duration = s.end_ns - s.start_ns
+        out.append(
             {
                 "step": s.step,
                 "start_ns": s.start_ns,
                 "end_ns": s.end_ns,
-                "duration_ns": s.end_ns - s.start_ns,
+                "duration_ns": duration,
+                "gpu_start_ns": g,
+                "gpu_end_ns": s.gpu_last_ns,
+                "gpu_duration_ns": s.gpu_last_ns - g,
                 "compute_ns": s.compute_ns,
                 "exposed_comm_ns": s.exposed_ns,
-                "idle_ns": (s.end_ns - s.start_ns) - s.busy_ns,
+                "idle_ns": (s.gpu_last_ns - g) - s.busy_ns,
+                "work_events": len(ops),
+                "work_ns": sum(op.end_ns - op.start_ns for op in ops),
+                "launch_lag_ns": lag,
+                "steps_behind": lag / duration,
             }
-            for s in listed
-        ],
-        "kernels": dict(sorted(totals["kernel"].items())),
-        "memcpy": dict(sorted(totals["memcpy"].items())),
-    }
+        )
+        prev_end = s.gpu_last_ns
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +581,7 @@ def generate(
         "arguments": {"ranks": ranks, "steps": steps, "seed": seed, "int_us": int_us},
         "timestamps": "integer µs" if int_us else "float µs with ns precision",
         "definitions": "reference/metrics.md §2 (window), §5 (temporal), §6 (overlap, "
-        "exposed communication); steps clipped to their ProfilerStep ranges",
+        "exposed communication); steps on the GPU clock (docs/metrics.md §7)",
     }
     truth = [{**header, **ground_truth(lay)} for lay in layouts]
     return [render_kineto(lay, int_us=int_us) for lay in layouts], truth
