@@ -212,8 +212,8 @@ def exposed_by(
         )
 
     add_steps("all", s_comm)
-    labels = sorted({str(x) for x in row_label[is_comm]} | {str(x) for x in s_label[s_comm]})
-    for label in labels:
+    names = sorted({str(x) for x in row_label[is_comm]} | {str(x) for x in s_label[s_comm]})
+    for label in names:
         m = is_comm & (row_label == label)
         ci = iv.merge(s[m], e[m])
         ex = iv.subtract(ci, comp)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -116,7 +116,7 @@ class ViewDiff:
 
 def aggregate_events(events: pd.DataFrame) -> pd.DataFrame:
     """Occurrences → one row per (key, name): ``count`` (distinct ``call``), ``total_ns``."""
-    cols = {"key": [], "name": [], "count": [], "total_ns": []}
+    cols: dict[str, list[Any]] = {"key": [], "name": [], "count": [], "total_ns": []}
     if events.empty:
         return pd.DataFrame(cols).astype({"count": np.int64, "total_ns": np.int64})
     k_codes, k_uni = pd.factorize(events["key"].to_numpy())

@@ -107,19 +107,20 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     if hit is None or hit[0]() is not trace.gpu or hit[1]() is not trace.host:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        hit = (
-            weakref.ref(trace.gpu, lambda _ref, k=key: _CACHE.pop(k, None)),
-            weakref.ref(trace.host),
-            {},
-        )
+
+        def drop(_ref: object, k: tuple[int, int, bool, str, bool] = key) -> None:
+            _CACHE.pop(k, None)
+
+        hit = (weakref.ref(trace.gpu, drop), weakref.ref(trace.host), {})
         _CACHE[key] = hit
     results = hit[2]
     if name not in results:
         results[name] = compute()
-    return results[name]  # type: ignore[no-any-return]
+    out: T = results[name]
+    return out
 
 
-def _matching_codes(col: pd.Series, pattern_match: object) -> np.ndarray:
+def _matching_codes(col: pd.Series, pattern_match: Callable[[str], object]) -> np.ndarray:
     """Boolean mask of rows whose (category) name satisfies *pattern_match*."""
     import pandas as pd
 

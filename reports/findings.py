@@ -47,7 +47,7 @@ def _text(f: rules.Finding, title: str, evidence: str, threshold: str, try_: str
 
 def _exposed_comm(f: rules.ExposedComm) -> Finding:
     ev = (
-        f"exposed communication is {_pct(f.value)} of step time "
+        f"exposed communication is {_pct(f.value)} of step time on the GPU clock "
         f"({_ms(f.exposed_ns)} of {_ms(f.duration_ns)} over {f.ranks} rank(s) × their steps)"
     )
     if f.worst is not None:
@@ -83,7 +83,7 @@ def _host_bound(f: rules.HostBound) -> Finding:
 
 
 def _gpu_idle(f: rules.GpuIdle) -> Finding:
-    basis = "step time" if f.basis == "steps" else "its span"
+    basis = f"step time ({f.view})" if f.basis == "steps" else f"its span ({f.view})"
     ev = f"the GPU is idle {_pct(f.value)} of {basis}"
     if any(v for _, v in f.causes):
         parts = ", ".join(f"{k.removesuffix('_ns')} {_ms(v)}" for k, v in f.causes if v)
