@@ -74,7 +74,7 @@ def breakdown_table(rank: Mapping[str, Any]) -> Table:
 
 def ranks_table(ranks: list[Mapping[str, Any]]) -> Table:
     """One row per rank: span, idle / compute / non-compute %, overlap %, exposed comm."""
-    t = Table(title="GPU time per rank", title_justify="left")
+    t = Table(title="GPU time per rank (HTA view: the analysis window)", title_justify="left")
     for col in ("rank", "span ms", "idle %", "compute %", "non-compute %", "overlap %"):
         t.add_column(col, justify="right")
     t.add_column("exposed comm ms", justify="right")

@@ -66,7 +66,8 @@ def _exposed_comm(f: rules.ExposedComm) -> Finding:
 def _host_bound(f: rules.HostBound) -> Finding:
     ev = (
         f"{f.ranks_hit} of {f.ranks_total} rank(s) host-bound: the GPU waits for the CPU "
-        f"{_pct(100 * f.share)} of step time (mean over those ranks)"
+        f"{_pct(100 * f.share)} of step time on the GPU clock, or of the GPU span without steps "
+        "(mean over those ranks)"
     )
     if f.top_activity is not None:
         name, ns = f.top_activity

@@ -42,7 +42,10 @@ def idle_table(rank: Mapping[str, Any]) -> Table | None:
     if not idle:
         return None
     t = Table(
-        title=f"Rank {rank['rank']}: GPU idle time (threshold {_us(idle['threshold_ns'])} µs)",
+        title=(
+            f"Rank {rank['rank']}: GPU idle time, HTA window (threshold "
+            f"{_us(idle['threshold_ns'])} µs)"
+        ),
         title_justify="left",
     )
     t.add_column("where")
