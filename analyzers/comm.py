@@ -12,8 +12,10 @@ busbw and algbw over the calls whose bandwidth is defined.
 **Exposed communication** by collective type: ``C_x`` = merged GPU intervals of the window's
 COMMUNICATION events that belong to collectives of type ``x`` (COMMUNICATION events that belong
 to no collective row form type ``other``); ``comm_ns`` = |C_x|, ``exposed_ns`` = |C_x \\ P|.
-Per step: both clipped to each ProfilerStep ``[start, end)`` of the window, as
-:mod:`analyzers.steps` does.  The union over types, ``|C \\ P|``, is the rank's exposed
+Per step: the same over the step events on the GPU clock (:mod:`analyzers.steps`: ``C_x`` of
+the step events ``S``, clipped to each step's interval ``[gpu_start, gpu_end)``; the ``all``
+row's ``exposed_ns`` equals the step's ``exposed_comm_ns``); ``start_ns``/``end_ns`` stay the
+ProfilerStep's host range.  The union over types, ``|C \\ P|``, is the rank's exposed
 communication (equal to :func:`analyzers.temporal.overlap`'s ``exposed_comm_ns``); per-type
 values can add up to more than it when collectives of different types run at the same time.
 
@@ -39,7 +41,7 @@ from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION
 from analyzers.collectives import collectives_table
 from analyzers.options import AnalysisOptions
-from analyzers.steps import window_steps
+from analyzers.steps import step_events, step_windows
 from analyzers.temporal import typed_events
 
 if TYPE_CHECKING:
@@ -178,34 +180,51 @@ def exposed_by(
     all_c = iv.merge(s[is_comm], e[is_comm])
     exposed_all = iv.subtract(all_c, comp)
 
-    steps = window_steps(trace, options)
-    lo = steps["start_ns"].to_numpy(dtype=np.int64)
-    hi = steps["end_ns"].to_numpy(dtype=np.int64)
+    se = step_events(trace, options)
+    lo, hi = step_windows(se)
+    steps = se.steps
     step_ids = steps["step"].to_numpy(dtype=np.int64)
+    host_lo = steps["start_ns"].to_numpy(dtype=np.int64)
+    host_hi = steps["end_ns"].to_numpy(dtype=np.int64)
+    sev = se.events
+    ss, se_end, st = sev["start_ns"].to_numpy(), sev["end_ns"].to_numpy(), sev["type"].to_numpy()
+    s_comm = st == COMMUNICATION
+    s_label = lab.reindex(sev.index).to_numpy(dtype=object)
+    s_label = np.where(pd.isna(s_label), OTHER, s_label)
 
     rows = []
-    step_rows = []
+    step_parts: list[pd.DataFrame] = []
 
-    def add_steps(label: str, ci: iv.Intervals, ex: iv.Intervals) -> None:
-        cc = iv.covered_in_windows(ci, lo, hi)
-        ee = iv.covered_in_windows(ex, lo, hi)
-        for k in range(lo.size):
-            step_rows.append(
-                (int(step_ids[k]), int(lo[k]), int(hi[k]), label, int(cc[k]), int(ee[k]))
+    def add_steps(label: str, m: np.ndarray) -> None:
+        ci = iv.merge(ss[m], se_end[m])
+        ex = iv.subtract(ci, se.compute)
+        step_parts.append(
+            pd.DataFrame(
+                {
+                    "step": step_ids,
+                    "start_ns": host_lo,
+                    "end_ns": host_hi,
+                    "label": label,
+                    "comm_ns": iv.covered_in_windows(ci, lo, hi),
+                    "exposed_ns": iv.covered_in_windows(ex, lo, hi),
+                }
             )
+        )
 
-    add_steps("all", all_c, exposed_all)
-    for label in sorted({str(x) for x in row_label[is_comm]}):
+    add_steps("all", s_comm)
+    names = sorted({str(x) for x in row_label[is_comm]} | {str(x) for x in s_label[s_comm]})
+    for label in names:
         m = is_comm & (row_label == label)
         ci = iv.merge(s[m], e[m])
         ex = iv.subtract(ci, comp)
-        rows.append((label, iv.total(ci), iv.total(ex)))
-        add_steps(label, ci, ex)
+        if m.any():
+            rows.append((label, iv.total(ci), iv.total(ex)))
+        add_steps(label, s_comm & (s_label == label))
     by_label = pd.DataFrame(rows, columns=["label", "comm_ns", "exposed_ns"])
     by_label = by_label.sort_values(["exposed_ns", "label"], ascending=[False, True])
-    by_step = pd.DataFrame(
-        step_rows, columns=["step", "start_ns", "end_ns", "label", "comm_ns", "exposed_ns"]
-    )
+    cols = ["step", "start_ns", "end_ns", "label", "comm_ns", "exposed_ns"]
+    # one block of steps per label: "all" first, then the labels in name order
+    by_step = pd.concat(step_parts, ignore_index=True)[cols]
     return ExposedComm(
         comm_ns=iv.total(all_c),
         exposed_ns=iv.total(exposed_all),

@@ -178,8 +178,7 @@ def match_entries(base: Sequence[pd.DataFrame], current: Sequence[pd.DataFrame])
 
 
 def step_positions(t_ns: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the step ``[start, end)`` containing each instant (the last one starting at or
-    before it), or -1; *starts* ascending."""
-    k = np.searchsorted(starts, t_ns, side="right") - 1
-    ok = (k >= 0) & (t_ns < ends[np.maximum(k, 0)]) if len(starts) else np.zeros(len(t_ns), bool)
-    return np.where(ok, k, -1)
+    """The step each instant lies in: :func:`analyzers.steps.step_positions` (the one rule)."""
+    from analyzers.steps import step_positions as positions
+
+    return positions(t_ns, starts, ends)

@@ -14,9 +14,9 @@ A side is built from traces (:func:`side_from_traces`) or from a JSON summary
     ==========  ===========================================================  =================
     view        rows, key and time                                           t_ns
     ==========  ===========================================================  =================
-    kernel      window GPU events of kind kernel/memcpy/memset; key =        host launch start
-                :func:`~analyzers.name_normalize.normalize_kernel_name`;     (same correlation)
-                time = end − start                                           else GPU start
+    kernel      window GPU events of kind kernel/memcpy/memset; key =        the step placement
+                :func:`~analyzers.name_normalize.normalize_kernel_name`;     (below)
+                time = end − start
     op          the same GPU events, each given to the ``cpu_op`` whose      as kernel
                 ``external_id`` equals the launching runtime call's (else
                 the innermost ``cpu_op`` around the launch on its thread;
@@ -29,6 +29,11 @@ A side is built from traces (:func:`side_from_traces`) or from a JSON summary
                 key = name (``[GPU]`` appended for GPU-side ones); time =
                 end − start
     ==========  ===========================================================  =================
+
+The instant that places a GPU event in a step is :func:`analyzers.steps.placement`'s, the one
+definition ``analyze`` uses for its steps on the GPU clock (docs/metrics.md §7): the start of
+its launching call, else its GPU start; work launched before the profiler started is in no
+step (-1) unless ``options.include_prelaunched``.
 
 A summary rank carries only ``steps``, ``temporal.span_ns`` and ``kernel_summary``: its kernel
 table is already aggregated (``key``, ``name``, ``count``, ``total_ns``) and its other views
@@ -236,7 +241,7 @@ def _annotation_view(trace: Trace, lo: int | None, hi: int | None) -> pd.DataFra
 
 def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> RankSide:
     """The :class:`RankSide` of one rank's trace (module docstring)."""
-    from analyzers.steps import step_breakdown
+    from analyzers.steps import placement, step_breakdown
     from analyzers.temporal import temporal_breakdown
     from analyzers.window import gpu_events, window
 
@@ -246,7 +251,7 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
     span = temporal_breakdown(trace, options).span_ns if len(g) else None
     acts = g[np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool)]
     launch = _launches(trace, acts["correlation"].to_numpy())
-    t = np.where(launch["start_ns"] >= 0, launch["start_ns"], acts["start_ns"].to_numpy())
+    t = placement(trace, acts, options)["t_ns"].to_numpy()
     names = _names(acts["name"])
     kernel = _events(
         _kernel_keys(names),
@@ -286,9 +291,9 @@ def side_from_traces(
 
 
 def _summary_rank(r: RankEntry) -> RankSide:
-    entries: Sequence[Mapping[str, Any]] = r["steps"]
+    rows: list[Mapping[str, object]] = list(r["steps"])
     steps = pd.DataFrame(
-        {c: [s[c] for s in entries] for c in STEP_COLUMNS}, columns=list(STEP_COLUMNS)
+        {c: [s[c] for s in rows] for c in STEP_COLUMNS}, columns=list(STEP_COLUMNS)
     ).astype(np.int64)
     steps = steps.sort_values("start_ns", kind="stable").reset_index(drop=True)
     ks = r["kernel_summary"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from analyzers.headline import busy_fraction, gpu_busy_card, rank_step_rows
-from collectors.summary.schema import OccupancyFlag, RooflinePoint, Summary
+from collectors.summary.schema import OccupancyFlag, RankEntry, RooflinePoint, Summary
 
 MAX_FINDINGS = 5
 
@@ -78,6 +78,8 @@ class HostBound(Finding):
 class GpuIdle(Finding):
     basis: str
     """``steps`` or ``span`` (docs/report.md §3)."""
+    view: str
+    """Which view the figure is of (:data:`analyzers.headline.CLOCK_GPU`, ...)."""
     causes: tuple[tuple[str, int], ...]
     """``idle.gpu.by_cause`` summed over ranks, in the summary's order."""
 
@@ -118,9 +120,9 @@ class LowRoofline(Finding):
 
 
 def exposed_comm(summary: Summary) -> ExposedComm | None:
-    """Σ exposed communication / Σ step time over every (rank, step) > 10 %."""
+    """Σ exposed communication / Σ step time on the GPU clock over every (rank, step) > 10 %."""
     rows = rank_step_rows(summary)
-    dur = sum(r["duration_ns"] for r in rows)
+    dur = sum(r["gpu_duration_ns"] for r in rows)
     exp = sum(r["exposed_comm_ns"] for r in rows)
     if dur <= 0 or exp / dur <= EXPOSED_COMM_SHARE:
         return None
@@ -143,13 +145,14 @@ def exposed_comm(summary: Summary) -> ExposedComm | None:
 
 
 def host_bound(summary: Summary) -> HostBound | None:
-    """Some rank's host-bound verdict (host-wait share above its ``host_threshold``)."""
+    """Some rank's host-bound verdict (host-wait share above its ``host_threshold``); a
+    graph-capture rank never has one (docs/metrics.md §10)."""
     ranks = summary["ranks"]
     hit, shares = 0, []
     acts: dict[str, int] = {}
     for r in ranks:
         idle = r.get("idle")
-        if idle is None or idle["host_bound"]["verdict"] != "host-bound":
+        if idle is None or idle["host_bound"]["verdict"] != "host-bound" or _capture(r):
             continue
         hb = idle["host_bound"]
         hit += 1
@@ -175,9 +178,15 @@ def host_bound(summary: Summary) -> HostBound | None:
     )
 
 
+def _capture(rank: RankEntry) -> bool:
+    i = rank.get("integrity")
+    return i is not None and i["capture"]
+
+
 def gpu_idle(summary: Summary) -> GpuIdle | None:
-    """1 − GPU busy fraction (docs/report.md §3) > 20 %."""
-    busy = gpu_busy_card(summary)
+    """1 − GPU busy fraction (docs/report.md §3) > 20 %, over the ranks that are not
+    graph-capture traces (whose captured work did not run)."""
+    busy = gpu_busy_card(summary, diagnosed_only=True)
     if busy is None or busy["total_ns"] <= 0:
         return None
     idle = 1 - busy["busy_ns"] / busy["total_ns"]
@@ -185,6 +194,8 @@ def gpu_idle(summary: Summary) -> GpuIdle | None:
         return None
     causes: dict[str, int] = {}
     for r in summary["ranks"]:
+        if _capture(r):
+            continue
         rank_idle = r.get("idle")
         for k, v in rank_idle["gpu"]["by_cause"].items() if rank_idle is not None else ():
             causes[k] = causes.get(k, 0) + v
@@ -194,6 +205,7 @@ def gpu_idle(summary: Summary) -> GpuIdle | None:
         limit=100 * IDLE_SHARE,
         impact=idle,
         basis=busy["basis"],
+        view=busy["view"],
         causes=tuple(causes.items()),
     )
 
@@ -230,7 +242,7 @@ def skew(summary: Summary) -> Skew | None:
     if s + t <= 0 or s / (s + t) <= SKEW_SHARE:
         return None
     late = max(sk["per_rank"], key=lambda r: r["late_count"], default=None)
-    dur = sum(r["duration_ns"] for r in rank_step_rows(summary))
+    dur = sum(r["gpu_duration_ns"] for r in rank_step_rows(summary))
     waits = sum(r["wait_ns"] for r in sk["per_rank"])
     return Skew(
         id="skew",
@@ -261,7 +273,7 @@ def low_busbw(summary: Summary) -> LowBusbw | None:
     if worst is None:
         return None
     pct, rank, collective, busbw = worst
-    dur = sum(r["duration_ns"] for r in rank_step_rows(summary))
+    dur = sum(r["gpu_duration_ns"] for r in rank_step_rows(summary))
     return LowBusbw(
         id="low_busbw",
         value=pct,

@@ -1,30 +1,35 @@
 """Host-bound detection: per step and per rank, is the GPU waiting for the CPU, for the network,
-or busy?  Definitions (``docs/idle-and-launch.md``):
+or busy?  Definitions (``docs/idle-and-launch.md`` §3):
 
-- steps = the window's ProfilerSteps (:func:`analyzers.steps.step_breakdown`, which also gives
-  ``duration_ns``, ``compute_ns``, ``exposed_comm_ns`` and ``idle_ns``);
-- ``host_wait_ns`` = GPU-wide ``host_wait`` gap time (:func:`analyzers.idle.gpu_idle_gaps`:
-  no stream busy, and the op that ends the gap was launched after the gap began) inside the
-  step's ``[start, end)``;
-- shares: ``host_share = host_wait_ns / duration_ns``,
-  ``comm_share = exposed_comm_ns / duration_ns``;
+- steps = the window's ProfilerSteps on the GPU clock (:func:`analyzers.steps.step_breakdown`:
+  each step's interval ``[gpu_start, gpu_end)``, ``gpu_duration_ns``, ``compute_ns``,
+  ``exposed_comm_ns``, ``idle_ns`` over the GPU work the step launched);
+- ``host_wait_ns`` = the ``host_wait`` gaps of the step events' busy union
+  (:func:`analyzers.idle.classify_gaps` over :attr:`analyzers.steps.StepEvents.events`: no
+  stream busy, and the op that ends the gap was launched after the gap began) inside the
+  step's interval;
+- shares: ``host_share = host_wait_ns / gpu_duration_ns``,
+  ``comm_share = exposed_comm_ns / gpu_duration_ns``;
 - verdict: among ``host-bound`` (``host_share > host_threshold``) and
   ``communication-bound`` (``comm_share > comm_threshold``) the one with the larger share
   (``host-bound`` on a tie); ``GPU-bound`` when neither exceeds its threshold;
-- a step with no GPU activity at all gets no verdict (None), nor does a rank without GPU
-  events in the window;
+- a step with no GPU work gets no verdict (None); nor does any step of a graph-capture trace
+  (:mod:`analyzers.integrity`: the captured work did not run), nor a rank without GPU events
+  in the window, nor a capture trace's rank (basis ``capture trace``);
 - per rank: the same rule on the sums over the steps (with no steps: over the GPU span, using
   the whole-window host wait and exposed communication);
 - responsible CPU ops of a step: the top-level host operators (Kineto ``cpu_op`` and
   ``record_function`` ranges, not the step marker; top-level = not inside an earlier one on
   the same thread) of the launching threads, ranked by their overlap with the step's host-wait
-  time.
+  time (names ascending on ties).
+
+All steps are computed at once: the host-wait time is split by CPU activity and by operator
+over every step's interval with one sweep each (no loop over steps).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +39,7 @@ from analyzers.idle import (
     CPU_ACTIVITIES,
     STEP_MARKER,
     attribute_idle,
+    classify_gaps,
     gpu_idle_gaps,
     host_activity_intervals,
     launch_threads,
@@ -41,7 +47,7 @@ from analyzers.idle import (
     window_gpu,
 )
 from analyzers.options import AnalysisOptions
-from analyzers.steps import STEP_COLUMNS, step_breakdown
+from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
 from collectors.model import LAUNCH_CATS, Trace
 
@@ -75,9 +81,33 @@ def verdict(
 
 
 def _host_wait(trace: Trace, options: AnalysisOptions) -> iv.Intervals:
-    gaps = gpu_idle_gaps(trace, options)
+    """The window's GPU-wide host-wait gaps (the rank view without steps)."""
+    return _waits(gpu_idle_gaps(trace, options))
+
+
+def _waits(gaps: pd.DataFrame) -> iv.Intervals:
     hw = gaps[gaps["category"] == "host_wait"]
     return hw["start_ns"].to_numpy(dtype=np.int64), hw["end_ns"].to_numpy(dtype=np.int64)
+
+
+def step_host_wait(trace: Trace, options: AnalysisOptions) -> iv.Intervals:
+    """The host-wait gaps of the step events' busy union (module docstring)."""
+    return _waits(classify_gaps(trace, step_events(trace, options).events, options))
+
+
+def attribute_idle_by_window(
+    idle: iv.Intervals, activity: dict[str, iv.Intervals], lo: np.ndarray, hi: np.ndarray
+) -> dict[str, np.ndarray]:
+    """:func:`analyzers.idle.attribute_idle` of *idle* ∩ each window ``[lo[i], hi[i])``, for
+    all windows at once: activity → ns per window."""
+    remaining = iv.merge(*idle)
+    out: dict[str, np.ndarray] = {}
+    for name in CPU_ACTIVITIES[:-1]:
+        took = iv.intersect(remaining, activity[name])
+        out[name] = iv.covered_in_windows(took, lo, hi)
+        remaining = iv.subtract(remaining, took)
+    out["unattributed"] = iv.covered_in_windows(remaining, lo, hi)
+    return out
 
 
 def top_level_ops(host: pd.DataFrame) -> pd.DataFrame:
@@ -112,19 +142,42 @@ def responsible_ops(
 
     Overlaps of several calls of one name are added.
     """
-    w = iv.clip(wait, lo, hi)
-    if w[0].size == 0 or ops.empty:
-        return []
-    s = ops["start_ns"].to_numpy()
-    e = ops["end_ns"].to_numpy()
-    cand = (s < hi) & (e > lo)
-    if not cand.any():
-        return []
-    sub = ops[cand]
-    cov = iv.covered_in_windows(w, sub["start_ns"].to_numpy(), sub["end_ns"].to_numpy())
-    by = pd.Series(cov, index=sub["name"].astype(str).to_numpy()).groupby(level=0).sum()
-    by = by[by > 0].sort_values(ascending=False, kind="stable")
-    return [(str(k), int(v)) for k, v in by.head(top).items()]
+    return responsible_ops_by_window(ops, wait, np.array([lo]), np.array([hi]), top)[0]
+
+
+def responsible_ops_by_window(
+    ops: pd.DataFrame, wait: iv.Intervals, lo: np.ndarray, hi: np.ndarray, top: int = TOP_OPS
+) -> list[list[tuple[str, int]]]:
+    """:func:`responsible_ops` for every window ``[lo[i], hi[i])`` at once (windows sorted and
+    disjoint, as the steps on the GPU clock are): each op is cut at the window bounds and
+    each piece's overlap with *wait* measured in one pass."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    out: list[list[tuple[str, int]]] = [[] for _ in range(lo.size)]
+    if ops.empty or not lo.size or not iv.merge(*wait)[0].size:
+        return out
+    s = ops["start_ns"].to_numpy(dtype=np.int64)
+    e = ops["end_ns"].to_numpy(dtype=np.int64)
+    live = hi > lo
+    wl, wh, wk = lo[live], hi[live], np.flatnonzero(live)
+    k0 = np.searchsorted(wh, s, side="right")
+    k1 = np.searchsorted(wl, e, side="left")
+    n = np.maximum(k1 - k0, 0)
+    op = np.repeat(np.arange(len(ops)), n)
+    k = np.repeat(k0, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    if not op.size:
+        return out
+    p_lo = np.maximum(s[op], wl[k])
+    p_hi = np.minimum(e[op], wh[k])
+    cov = iv.covered_in_windows(wait, p_lo, p_hi)
+    df = pd.DataFrame(
+        {"k": wk[k], "name": ops["name"].astype(str).to_numpy()[op], "ns": cov.astype(np.int64)}
+    )
+    by = df.groupby(["k", "name"], sort=True)["ns"].sum().reset_index()
+    by = by[by["ns"] > 0].sort_values(["k", "ns", "name"], ascending=[True, False, True])
+    for kk, name, ns in by.groupby("k", sort=True).head(top).itertuples(index=False):
+        out[int(kk)].append((str(name), int(ns)))
+    return out
 
 
 STEP_VERDICT_COLUMNS = (
@@ -138,6 +191,12 @@ STEP_VERDICT_COLUMNS = (
 )
 
 
+def _is_capture(trace: Trace, options: AnalysisOptions) -> bool:
+    from analyzers.integrity import integrity
+
+    return integrity(trace, options).capture
+
+
 def step_verdicts(
     trace: Trace,
     options: AnalysisOptions | None = None,
@@ -148,37 +207,42 @@ def step_verdicts(
     """One row per window step, columns :data:`STEP_VERDICT_COLUMNS`.
 
     ``host_wait_by_activity`` is a dict (:data:`analyzers.idle.CPU_ACTIVITIES` → ns) of the
-    step's host-wait time; ``top_ops`` a list of (name, ns) (:func:`responsible_ops`).
+    step's host-wait time; ``top_ops`` a list of (name, ns) (:func:`responsible_ops`);
+    ``verdict`` a str or None (object dtype, never NaN).
     """
     options = options or AnalysisOptions()
     sb = step_breakdown(trace, options)
-    wait = _host_wait(trace, options)
-    lo = sb["start_ns"].to_numpy(dtype=np.int64)
-    hi = sb["end_ns"].to_numpy(dtype=np.int64)
+    wait = step_host_wait(trace, options)
+    has = sb["gpu_start_ns"].to_numpy() >= 0
+    lo = np.where(has, sb["gpu_start_ns"].to_numpy(dtype=np.int64), 0)
+    hi = np.where(has, sb["gpu_end_ns"].to_numpy(dtype=np.int64), 0)
     hw = iv.covered_in_windows(wait, lo, hi) if len(sb) else np.zeros(0, dtype=np.int64)
-    g = window_gpu(trace, options)
-    host = launch_threads(trace, g)
+    host = launch_threads(trace, step_events(trace, options).events)
     acts = host_activity_intervals(trace, host)
     ops = top_level_ops(host)
-    dur = sb["duration_ns"].to_numpy(dtype=np.int64)
+    dur = sb["gpu_duration_ns"].to_numpy(dtype=np.int64)
     safe = np.where(dur > 0, dur, 1)
     hs = np.where(dur > 0, hw / safe, 0.0)
     cs = np.where(dur > 0, sb["exposed_comm_ns"].to_numpy() / safe, 0.0)
-    windows = list(zip(lo.tolist(), hi.tolist(), strict=True))
-    by_act: list[Any] = [attribute_idle(iv.clip(wait, a, b), acts) for a, b in windows]
-    tops: list[Any] = [responsible_ops(ops, wait, a, b) for a, b in windows]
-    out = sb[["step", "start_ns", "end_ns", "duration_ns", "compute_ns", "exposed_comm_ns"]].copy()
-    out["idle_ns"] = sb["idle_ns"].to_numpy()
+    by_act = attribute_idle_by_window(wait, acts, lo, hi)
+    out = sb.copy()
     out["host_wait_ns"] = hw.astype(np.int64)
-    out["host_share"] = hs
-    out["comm_share"] = cs
-    no_gpu = (sb["idle_ns"].to_numpy() == dur).tolist()
-    shares = zip(hs.tolist(), cs.tolist(), no_gpu, strict=True)
-    out["verdict"] = [
-        None if empty else verdict(h, c, host_threshold, comm_threshold) for h, c, empty in shares
+    out["host_share"] = hs.astype(np.float64)
+    out["comm_share"] = cs.astype(np.float64)
+    no_verdict = (~has | (dur <= 0)).tolist()
+    capture = _is_capture(trace, options)
+    verdicts = np.empty(len(sb), dtype=object)
+    verdicts[:] = [
+        None if empty or capture else verdict(h, c, host_threshold, comm_threshold)
+        for h, c, empty in zip(hs.tolist(), cs.tolist(), no_verdict, strict=True)
     ]
-    out["host_wait_by_activity"] = by_act
-    out["top_ops"] = tops
+    out["verdict"] = pd.Series(verdicts, index=out.index, dtype=object)
+    acts_rows = np.empty(len(sb), dtype=object)
+    acts_rows[:] = [{a: int(by_act[a][i]) for a in CPU_ACTIVITIES} for i in range(len(sb))]
+    out["host_wait_by_activity"] = pd.Series(acts_rows, index=out.index, dtype=object)
+    tops = np.empty(len(sb), dtype=object)
+    tops[:] = responsible_ops_by_window(ops, wait, lo, hi)
+    out["top_ops"] = pd.Series(tops, index=out.index, dtype=object)
     return out.reset_index(drop=True)
 
 
@@ -187,10 +251,11 @@ class RankVerdict:
     """The rank's verdict over its window steps (or its GPU span when it has none)."""
 
     verdict: str | None
-    """None when the rank has no GPU work in the window."""
+    """None when the rank has no GPU work in the window, or is a graph-capture trace."""
     basis: str
-    """``steps`` or ``gpu span``."""
+    """``steps``, ``gpu span`` or ``capture trace``."""
     duration_ns: int
+    """What the shares are of: Σ of the steps' ``gpu_duration_ns``, or the GPU span."""
     host_wait_ns: int
     exposed_comm_ns: int
     host_share: float
@@ -215,7 +280,7 @@ def rank_verdict(
         )
     counts = {v: int((steps["verdict"] == v).sum()) for v in VERDICTS}
     if len(steps):
-        dur = int(steps["duration_ns"].sum())
+        dur = int(steps["gpu_duration_ns"].sum())
         hw = int(steps["host_wait_ns"].sum())
         ec = int(steps["exposed_comm_ns"].sum())
         acts = {a: int(sum(d[a] for d in steps["host_wait_by_activity"])) for a in CPU_ACTIVITIES}
@@ -232,4 +297,6 @@ def rank_verdict(
     cs = ec / dur if dur > 0 else 0.0
     has_gpu = not window_gpu(trace, options).empty
     v = verdict(hs, cs, host_threshold, comm_threshold) if dur > 0 and has_gpu else None
+    if _is_capture(trace, options):
+        v, basis = None, "capture trace"
     return RankVerdict(v, basis, dur, hw, ec, hs, cs, counts, acts)

@@ -286,7 +286,12 @@ def gpu_idle_gaps(trace: Trace, options: AnalysisOptions | None = None) -> pd.Da
     than ``options.consecutive_kernel_delay_ns``; else ``other``.
     """
     options = options or AnalysisOptions()
-    g = window_gpu(trace, options)
+    return classify_gaps(trace, window_gpu(trace, options), options)
+
+
+def classify_gaps(trace: Trace, g: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
+    """The gaps of the busy union of the GPU events *g* (rows of ``trace.gpu``), classified as
+    :func:`gpu_idle_gaps` does; the same columns."""
     cols = ("start_ns", "end_ns", "idle_ns", "launch_ns")
     if g.empty:
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols} | {"category": []})

@@ -16,7 +16,15 @@ events (any kind, stream ≠ −1) on correlation.  Per pair:
 memset, whatever its name: also ``cuLaunchKernel(Ex)``, ``cudaLaunchCooperativeKernel``,
 ``cudaGraphLaunch`` (one call, many ops), ``hipLaunchKernel``...  Per GPU op it adds
 ``start_after_call_ns`` = GPU start − host call start (≥ 0 when host and GPU clocks agree: an
-op cannot start before the call that enqueued it) and ``ops_in_launch``.
+op cannot start before the call that enqueued it), ``ops_in_launch`` and ``graph`` (launched by
+a ``*GraphLaunch`` call: its "delay" is its position inside the graph, not a wait, so the delay
+statistics leave these ops out).
+
+**Waiting time** (:func:`delay_union_ns`, per kernel or step :func:`delay_union_by`): the launch
+delays of many ops overlap (a queue of launched kernels all wait at once), so their sum can exceed
+the trace's length; the time
+something was waiting is the length of the union of the intervals ``[call end, op start)``
+over the ops with a positive delay.
 
 **Queue length** (HTA ``get_queue_length_time_series``): per stream, +1 at the start of each
 host call named in :data:`HTA_QUEUE_NAMES` that has a GPU op, −1 at the start of that op;
@@ -33,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzers import intervals as iv
 from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
@@ -87,6 +96,7 @@ LAUNCH_COLUMNS = (
     "start_after_call_ns",
     "ops_in_launch",
     "step",
+    "graph",
 )
 
 
@@ -102,21 +112,62 @@ def _api_name(col: pd.Series) -> pd.Series:
 
 
 def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarray:
-    """Number of the window step whose ``[start, end)`` contains each time (-1 none)."""
+    """Number of the window step whose ``[start, end)`` contains each time (-1 none;
+    :func:`analyzers.steps.step_positions`, the one rule)."""
+    from analyzers.steps import step_positions
+
     steps = trace.steps()
     keep = set(window(trace, options).steps)
     steps = steps[steps["step"].isin(keep)]
     out = np.full(t.size, -1, dtype=np.int64)
     if steps.empty or t.size == 0:
         return out
-    lo = steps["start_ns"].to_numpy()
-    hi = steps["end_ns"].to_numpy()
+    k = step_positions(t, steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
     num = steps["step"].to_numpy()
-    k = np.searchsorted(lo, t, side="right") - 1
-    ok = k >= 0
-    inside = np.zeros(t.size, dtype=bool)
-    inside[ok] = t[ok] < hi[k[ok]]
-    out[inside] = num[k[inside]]
+    out[k >= 0] = num[k[k >= 0]]
+    return out
+
+
+def _is_graph_launch(names: pd.Series) -> np.ndarray:
+    """Host call names that launch a CUDA/HIP graph (``*GraphLaunch``)."""
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE, names_matching
+
+    return names_matching(names.astype(str), GRAPH_LAUNCH_RE) if len(names) else np.zeros(0, bool)
+
+
+def _waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``[call end, op start)`` of the ops with a positive delay, and their row mask."""
+    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
+    pos = d > 0
+    e = launches["gpu_start_ns"].to_numpy(dtype=np.int64)
+    return (e - d)[pos], e[pos], pos
+
+
+def delay_union_ns(launches: pd.DataFrame) -> int:
+    """Length of the union of ``[call end, op start)`` over the ops of *launches* with a
+    positive launch delay (module docstring)."""
+    s, e, _ = _waits(launches)
+    return iv.total(iv.merge(s, e))
+
+
+def delay_union_by(launches: pd.DataFrame, by: str) -> dict[Any, int]:
+    """:func:`delay_union_ns` per value of column *by* (one pass: a sort and a running maximum
+    per group); every value of the column is a key (0 without a positive delay)."""
+    s, e, pos = _waits(launches)
+    out: dict[Any, int] = dict.fromkeys(pd.unique(launches[by].to_numpy()).tolist(), 0)
+    if not s.size:
+        return out
+    df = pd.DataFrame({"k": launches[by].to_numpy()[pos], "s": s, "e": e})
+    df = df.sort_values(["k", "s"], kind="stable")
+    run = df.groupby("k", sort=False)["e"].cummax().to_numpy()
+    k = df["k"].to_numpy()
+    ss = df["s"].to_numpy()
+    first = np.ones(len(df), dtype=bool)
+    first[1:] = (k[1:] != k[:-1]) | (ss[1:] > run[:-1])
+    grp = np.cumsum(first) - 1
+    g_end = pd.Series(run).groupby(grp).max().to_numpy()
+    total = pd.Series(g_end - ss[first]).groupby(k[first]).sum()
+    out.update(zip(total.index.tolist(), (int(v) for v in total.tolist()), strict=True))
     return out
 
 
@@ -151,6 +202,7 @@ def _join(
             "start_after_call_ns": gs - cs,
             "ops_in_launch": n_ops,
             "step": _step_of(trace, cs, options),
+            "graph": _is_graph_launch(j["name_cpu"]),
         },
         columns=list(LAUNCH_COLUMNS),
     )
@@ -307,8 +359,7 @@ def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
     all changes happen at one instant.
     """
     rows = []
-    stream: Any
-    for stream, grp in series.groupby("stream", sort=True):
+    for _stream, grp in series.groupby("stream", sort=True):
         t = grp["ts_ns"].to_numpy(dtype=np.int64)
         q = grp["queue_length"].to_numpy(dtype=np.int64)
         span = int(t[-1] - t[0])
@@ -317,7 +368,7 @@ def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
         imax = int(np.argmax(q))
         rows.append(
             {
-                "stream": int(stream),
+                "stream": int(grp["stream"].to_numpy()[0]),
                 "changes": len(q),
                 "max": int(q[imax]),
                 "max_ts_ns": int(t[imax]),

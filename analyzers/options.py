@@ -19,3 +19,6 @@ class AnalysisOptions:
     """A step is host-bound when the GPU waits for the CPU more than this share of it."""
     comm_threshold: float = 0.10
     """A step is communication-bound when exposed communication exceeds this share of it."""
+    include_prelaunched: bool = False
+    """Count GPU work launched before the profiler started (no launching call in the trace)
+    in the per-step figures (``--include-prelaunched``; metrics.md §7)."""

@@ -35,7 +35,6 @@ says ``device_type: MTIA``, which no Kineto fixture does) is not reproduced.
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,7 +83,7 @@ class _Selection:
     """Boolean mask over ``trace.gpu`` rows: kept by the filter."""
 
 
-_CACHE: dict[tuple[int, int, bool, str], tuple[Any, Any, dict[str, Any]]] = {}
+_CACHE: dict[tuple[int, int, bool, str, bool], tuple[Any, Any, dict[str, Any]]] = {}
 """Per-trace results of live traces; an entry goes when its trace's table is collected."""
 _CACHE_SIZE = 64
 
@@ -93,29 +92,32 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     """``compute()`` once per (trace, window options, *name*); later calls reuse the result.
 
     Keyed by the identity of the trace's tables (never mutated) and the options that change
-    the window or the kernel types (``all_events``, ``hta_version``).  Results are dropped as
-    soon as the trace's ``gpu`` table is garbage-collected.
+    the window, the kernel types or the step events (``all_events``, ``hta_version``,
+    ``include_prelaunched``).  Results are dropped as soon as the trace's ``gpu`` table is
+    garbage-collected.
     """
-    key = (id(trace.gpu), id(trace.host), options.all_events, options.hta_version)
+    key = (
+        id(trace.gpu),
+        id(trace.host),
+        options.all_events,
+        options.hta_version,
+        options.include_prelaunched,
+    )
     hit = _CACHE.get(key)
     if hit is None or hit[0]() is not trace.gpu or hit[1]() is not trace.host:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        hit = (
-            weakref.ref(trace.gpu, functools.partial(_forget, key)),
-            weakref.ref(trace.host),
-            {},
-        )
+
+        def drop(_ref: object, k: tuple[int, int, bool, str, bool] = key) -> None:
+            _CACHE.pop(k, None)
+
+        hit = (weakref.ref(trace.gpu, drop), weakref.ref(trace.host), {})
         _CACHE[key] = hit
     results = hit[2]
     if name not in results:
         results[name] = compute()
-    return results[name]
-
-
-def _forget(key: tuple[Any, ...], _ref: object) -> None:
-    """Drop the results of a trace whose ``gpu`` table was garbage-collected."""
-    _CACHE.pop(key, None)
+    out: T = results[name]
+    return out
 
 
 def _matching_codes(col: pd.Series, pattern_match: Callable[[str], object]) -> np.ndarray:
@@ -124,7 +126,7 @@ def _matching_codes(col: pd.Series, pattern_match: Callable[[str], object]) -> n
 
     cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
     hits = np.array(
-        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=np.bool_
+        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=bool
     )
     return hits[cat.cat.codes.to_numpy()]
 

@@ -57,6 +57,11 @@ NO_CACHE_HELP = (
     "Neither read nor write the parsed-trace cache (~/.cache/gpuscope or GPUSCOPE_CACHE_DIR; "
     "see docs/scale.md)."
 )
+PRELAUNCHED_HELP = (
+    "Count GPU work launched before the profiler started (no launching call in the trace) in "
+    "the per-step figures; by default it is left out and counted in the trace notes "
+    "(docs/metrics.md §7, §10)."
+)
 PEAKS_HELP = (
     "A TOML file of GPU peak figures overriding the built-in table (see docs/efficiency.md)."
 )
@@ -104,6 +109,7 @@ def run_analyze(
     workers: int | None = None,
     no_cache: bool = False,
     force: bool = False,
+    include_prelaunched: bool = False,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
@@ -124,7 +130,9 @@ def run_analyze(
     inputs = load_inputs(ncu, gpu, peaks)
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
-    options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
+    options = AnalysisOptions(
+        all_events=all_events, hta_version=hta_version, include_prelaunched=include_prelaunched
+    )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with progress_bar(err) as progress:
         result = analyze_paths(
@@ -138,6 +146,10 @@ def run_analyze(
         )
     for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
         err.print(f"gpuscope: note: {line}", markup=False)
+    # two files claiming one rank make the input set wrong, not one file: no output at all
+    conflicts = [e for e in result.errors if e.message.startswith("claims rank ")]
+    if conflicts:
+        raise conflicts[0].to_exception()
     summary = result.summary
     written: list[Path] = []
     if json_out is not None:
@@ -188,6 +200,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
         force: ForceOpt = False,
+        include_prelaunched: Annotated[
+            bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
+        ] = False,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -208,4 +223,5 @@ def register(app: typer.Typer) -> None:
             workers=workers,
             no_cache=no_cache,
             force=force,
+            include_prelaunched=include_prelaunched,
         )

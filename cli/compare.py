@@ -38,11 +38,16 @@ ALL_EVENTS_HELP = (
     "Compare every step and GPU event instead of the default window (complete steps: work "
     "launched before the last ProfilerStep starts).  Does not change a JSON summary."
 )
+PRELAUNCHED_HELP = (
+    "Count GPU work launched before the profiler started (no launching call in the trace) in "
+    "the steps it compares (steps mode); by default it is in no step (docs/metrics.md §7). "
+    "Does not change a JSON summary."
+)
 TOP_HELP = "Entries printed in the console table (the JSON and HTML have more)."
 PLOTLYJS_HELP = "inline (default; plotly.js embedded once, opens offline) or cdn."
 
 
-def load_side(raw: str, all_events: bool) -> Any:
+def load_side(raw: str, all_events: bool, include_prelaunched: bool = False) -> Any:
     """The :class:`analyzers.compare_sides.Side` of one argument.
 
     Raises:
@@ -67,7 +72,7 @@ def load_side(raw: str, all_events: bool) -> Any:
         summary = p
     if summary is not None:
         return side_from_summary(read_summary(summary), str(p))
-    options = AnalysisOptions(all_events=all_events)
+    options = AnalysisOptions(all_events=all_events, include_prelaunched=include_prelaunched)
     return side_from_traces(load_traces([traces]), str(p), options)
 
 
@@ -81,6 +86,7 @@ def run_compare(
     top: int = 20,
     plotlyjs: str = "inline",
     force: bool = False,
+    include_prelaunched: bool = False,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the JSON document.
 
@@ -101,7 +107,10 @@ def run_compare(
     from analyzers.compare import compare
     from reports.compare_report import comparison_to_dict, print_comparison, write_html, write_json
 
-    sides = (load_side(base, all_events), load_side(current, all_events))
+    sides = (
+        load_side(base, all_events, include_prelaunched),
+        load_side(current, all_events, include_prelaunched),
+    )
     result = compare(*sides)
     if all_events:
         frozen = [n for n, s in zip(("BASE", "CURRENT"), sides, strict=True) if s.aggregated]
@@ -146,6 +155,9 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--plotlyjs", metavar="inline|cdn", help=PLOTLYJS_HELP)
         ] = "inline",
         force: ForceOpt = False,
+        include_prelaunched: Annotated[
+            bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
+        ] = False,
     ) -> None:
         """Compare two runs: what got slower, by kernel, op, collective, annotation or step.
 
@@ -154,4 +166,15 @@ def register(app: typer.Typer) -> None:
         is its contribution to the change in step time, and the contributions plus an explicit
         'other' remainder add up to that change exactly.  Definitions: docs/compare.md.
         """
-        run_compare(base, current, json_out, html, by, all_events, top, plotlyjs, force)
+        run_compare(
+            base,
+            current,
+            json_out,
+            html,
+            by,
+            all_events,
+            top,
+            plotlyjs,
+            force,
+            include_prelaunched,
+        )

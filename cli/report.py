@@ -35,6 +35,12 @@ PLOTLYJS_HELP = (
     "loads plotly.js from the network."
 )
 GATE_HELP = "A gate result (gpuscope gate --json) for the PASS/FAIL banner."
+PRELAUNCHED_HELP = (
+    "Count GPU work launched before the profiler started (no launching call in the trace) in "
+    "the per-step figures of traces summarised here (docs/metrics.md §7, §10); a JSON summary "
+    "keeps the figures it was written with."
+)
+
 EXPORT_HELP = (
     "Trace files and directories, or a run directory (its traces and NVML counters are exported)."
 )
@@ -55,19 +61,26 @@ def _counters(run: Path) -> dict[str, Any]:
     return read_run_counters(counter_files(run))
 
 
-def summarise(paths: list[str], run_dir: Path | None = None) -> dict[str, Any]:
+def summarise(
+    paths: list[str], run_dir: Path | None = None, include_prelaunched: bool = False
+) -> dict[str, Any]:
     """Load traces and build the summary (with the run's NVML counters and metadata)."""
+    from analyzers.options import AnalysisOptions
     from collectors.load import load_traces
     from reports.summary import build_summary
 
     extras: dict[str, Any] = {}
     if run_dir is not None:
         extras = {"run_dir": str(run_dir), "nvml": _counters(run_dir)}
-    return build_summary(load_traces(paths), extras=extras)
+    options = AnalysisOptions(include_prelaunched=include_prelaunched)
+    return build_summary(load_traces(paths), options, extras=extras)
 
 
-def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
+def resolve_inputs(
+    inputs: list[str], include_prelaunched: bool = False
+) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
     """(summary, gate result or None) for the ``report`` inputs."""
+    pre = include_prelaunched
     if len(inputs) == 1:
         p = Path(inputs[0])
         if p.is_dir() and (p / SUMMARY).is_file():
@@ -76,10 +89,10 @@ def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any]
             )
             return read_summary(p / SUMMARY), gate
         if p.is_dir() and (p / TRACES).is_dir():
-            return summarise([str(p / TRACES)], run_dir=p), None
+            return summarise([str(p / TRACES)], run_dir=p, include_prelaunched=pre), None
         if looks_like_summary(p):
             return read_summary(p), None
-    return summarise(inputs), None
+    return summarise(inputs, include_prelaunched=pre), None
 
 
 def run_report(
@@ -88,6 +101,7 @@ def run_report(
     plotlyjs: str = "inline",
     gate: Path | None = None,
     force: bool = False,
+    include_prelaunched: bool = False,
 ) -> Path:
     """The ``report`` command's work; returns the path written.
 
@@ -100,7 +114,7 @@ def run_report(
     if plotlyjs not in PLOTLYJS_MODES:
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
     check_output(out, force=force)
-    summary, gate_doc = resolve_inputs(inputs)
+    summary, gate_doc = resolve_inputs(inputs, include_prelaunched)
     if gate is not None:
         gate_doc = _read_json(gate, "gate result")
     return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc, force=force)
@@ -147,9 +161,12 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--gate", metavar="RESULT.json", help=GATE_HELP)
         ] = None,
         force: ForceOpt = False,
+        include_prelaunched: Annotated[
+            bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
+        ] = False,
     ) -> None:
         """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
-        path = run_report(inputs, out, plotlyjs, gate, force)
+        path = run_report(inputs, out, plotlyjs, gate, force, include_prelaunched)
         typer.echo(f"Wrote {path}")
 
     @app.command("export")

@@ -47,7 +47,10 @@ def breakdown_table(rank: Mapping[str, Any]) -> Table:
     """One rank's GPU time: span, idle / compute / non-compute, communication and overlap."""
     tp = rank.get("temporal") or {}
     ov = rank.get("overlap") or {}
-    t = Table(title=f"Rank {rank['rank']}: GPU time (window's GPU events)", title_justify="left")
+    t = Table(
+        title=f"Rank {rank['rank']}: GPU time (HTA view: the analysis window's GPU events)",
+        title_justify="left",
+    )
     t.add_column("metric")
     t.add_column("ms", justify="right")
     t.add_column("%", justify="right")
@@ -71,7 +74,7 @@ def breakdown_table(rank: Mapping[str, Any]) -> Table:
 
 def ranks_table(ranks: list[Mapping[str, Any]]) -> Table:
     """One row per rank: span, idle / compute / non-compute %, overlap %, exposed comm."""
-    t = Table(title="GPU time per rank", title_justify="left")
+    t = Table(title="GPU time per rank (HTA view: the analysis window)", title_justify="left")
     for col in ("rank", "span ms", "idle %", "compute %", "non-compute %", "overlap %"):
         t.add_column(col, justify="right")
     t.add_column("exposed comm ms", justify="right")
@@ -102,9 +105,9 @@ def kernel_table(
     t = Table(title=title, title_justify="left")
     t.add_column("kernel", overflow="ellipsis", no_wrap=True, min_width=20)
     t.add_column("type", no_wrap=True)
-    cols = ["count", "total ms", "avg µs", "median µs", "max µs", "time %"]
+    cols = ["count", "total ms", "avg µs", "median µs", "max µs", "% kernel time"]
     if not wide:
-        cols = ["count", "total ms", "time %"]
+        cols = ["count", "total ms", "% kernel time"]
     for col in cols:
         t.add_column(col, justify="right", no_wrap=True)
     for k in rows[:top]:
@@ -114,25 +117,40 @@ def kernel_table(
             "avg µs": _us(k["avg_ns"]),
             "median µs": _us(k["median_ns"]),
             "max µs": _us(k["max_ns"]),
-            "time %": _pct(k["time_pct"]),
+            "% kernel time": _pct(k["time_pct"]),
         }
         t.add_row(_name(k["name"], name_width), Text(k["type"]), *(values[c] for c in cols))
     return t
 
 
+def _behind(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
 def step_table(rank: Mapping[str, Any]) -> Table:
-    """The rank's ProfilerSteps: duration, compute, exposed communication, idle."""
-    t = Table(title=f"Rank {rank['rank']}: steps", title_justify="left")
-    for col in ("step", "duration ms", "compute ms", "exposed comm ms", "idle ms"):
+    """The rank's ProfilerSteps: host duration, and on the GPU clock its GPU duration, compute,
+    exposed communication, idle and the GPU's lag (docs/metrics.md §7)."""
+    steps = rank.get("steps") or []
+    gpu_clock = all("gpu_duration_ns" in s for s in steps)
+    view = "GPU figures on the GPU clock" if gpu_clock else "GPU time clipped to the step"
+    t = Table(title=f"Rank {rank['rank']}: steps ({view})", title_justify="left")
+    cols = ["step", "host ms", "GPU ms", "compute ms", "exposed comm ms", "idle ms"]
+    if gpu_clock:
+        cols += ["lag ms", "steps behind"]
+    for col in cols:
         t.add_column(col, justify="right")
-    for s in rank.get("steps") or []:
-        t.add_row(
+    for s in steps:
+        row = [
             str(s["step"]),
             _ms(s["duration_ns"]),
+            _ms(s.get("gpu_duration_ns", s["duration_ns"])),
             _ms(s["compute_ns"]),
             _ms(s["exposed_comm_ns"]),
             _ms(s["idle_ns"]),
-        )
+        ]
+        if gpu_clock:
+            row += [_ms(s.get("launch_lag_ns")), _behind(s.get("steps_behind"))]
+        t.add_row(*row)
     return t
 
 
@@ -163,7 +181,7 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
         return
     for r in ranks[:DETAIL_RANKS]:
         console.print(_window_line(r))
-        for note in r.get("notes") or []:
+        for note in [*(r.get("notes") or []), *((r.get("integrity") or {}).get("notes") or [])]:
             console.print(f"rank {r['rank']}: note: {note}", markup=False)
     if len(ranks) > 1:
         console.print(ranks_table(ranks))

@@ -47,7 +47,7 @@ def _text(f: rules.Finding, title: str, evidence: str, threshold: str, try_: str
 
 def _exposed_comm(f: rules.ExposedComm) -> Finding:
     ev = (
-        f"exposed communication is {_pct(f.value)} of step time "
+        f"exposed communication is {_pct(f.value)} of step time on the GPU clock "
         f"({_ms(f.exposed_ns)} of {_ms(f.duration_ns)} over {f.ranks} rank(s) × their steps)"
     )
     if f.worst is not None:
@@ -66,7 +66,8 @@ def _exposed_comm(f: rules.ExposedComm) -> Finding:
 def _host_bound(f: rules.HostBound) -> Finding:
     ev = (
         f"{f.ranks_hit} of {f.ranks_total} rank(s) host-bound: the GPU waits for the CPU "
-        f"{_pct(100 * f.share)} of step time (mean over those ranks)"
+        f"{_pct(100 * f.share)} of step time on the GPU clock, or of the GPU span without steps "
+        "(mean over those ranks)"
     )
     if f.top_activity is not None:
         name, ns = f.top_activity
@@ -83,7 +84,7 @@ def _host_bound(f: rules.HostBound) -> Finding:
 
 
 def _gpu_idle(f: rules.GpuIdle) -> Finding:
-    basis = "step time" if f.basis == "steps" else "its span"
+    basis = f"step time ({f.view})" if f.basis == "steps" else f"its span ({f.view})"
     ev = f"the GPU is idle {_pct(f.value)} of {basis}"
     if any(v for _, v in f.causes):
         parts = ", ".join(f"{k.removesuffix('_ns')} {_ms(v)}" for k, v in f.causes if v)

@@ -9,31 +9,34 @@ from __future__ import annotations
 DEFINITIONS: dict[str, tuple[str, str, str]] = {
     "step_time": (
         "Step time (median, p90)",
-        "A step's time is the largest duration_ns of that ProfilerStep over the ranks (a "
-        "synchronous step ends with its slowest rank). Median and p90 are observed quantiles "
-        "over the steps of the analysis window: the smallest step time with at least 50 % / "
-        "90 % of the steps at or below it.",
+        "A step's time is the largest duration_ns of that ProfilerStep (its host range) over "
+        "the ranks (a synchronous step ends with its slowest rank). Median and p90 over the "
+        "steps of the analysis window (p90 interpolates linearly between order statistics).",
         "docs/report.md §3; docs/metrics.md §7",
     ),
     "gpu_busy": (
         "GPU busy %",
-        "100 × Σ (duration − idle) / Σ duration over every (rank, step) of the window: the share "
-        "of step time during which at least one GPU event runs. Without steps: over each rank's "
-        "GPU span (temporal.span_ns − idle_ns).",
+        "100 × Σ (gpu_duration − idle) / Σ gpu_duration over every (rank, step) of the window, "
+        "steps on the GPU clock: a step's GPU work is what its host range launched, and the step "
+        "runs on the GPU from the end of the previous step's work to the end of its own. "
+        "Without steps: over each rank's GPU span (HTA window: temporal.span_ns − idle_ns).",
         "docs/report.md §3; docs/metrics.md §5, §7",
     ),
     "overlap": (
         "Compute–communication overlap, exposed communication",
-        "Overlap % = 100 × Σ overlap_ns / Σ comm_ns over the ranks. Exposed communication per "
-        "step: median over steps of the largest per-rank exposed_comm_ns of the step; its share "
-        "= 100 × Σ exposed_comm_ns / Σ duration_ns over every (rank, step).",
+        "Overlap % = 100 × Σ overlap_ns / Σ comm_ns over the ranks (HTA window). Exposed "
+        "communication per step (GPU clock): median over steps of the largest per-rank "
+        "exposed_comm_ns of the step; its share = 100 × Σ exposed_comm_ns / Σ gpu_duration_ns "
+        "over every (rank, step).",
         "docs/report.md §3; docs/metrics.md §6, §7",
     ),
     "occupancy": (
         "Time-weighted occupancy",
         "Per rank, Σ duration × theoretical occupancy / Σ duration over the kernels with a known "
         "launch configuration (and the same weighting of CUPTI's estimated achieved occupancy); "
-        "the card shows the mean over the ranks.",
+        "the card shows the mean over the ranks and the share of kernel time with a launch "
+        "configuration (mean coverage). ≤: an upper bound, some limit could not be applied "
+        "(AMD traces record no registers or LDS).",
         "docs/report.md §3; docs/efficiency.md",
     ),
     "throughput": (
@@ -41,8 +44,26 @@ DEFINITIONS: dict[str, tuple[str, str, str]] = {
         "Over the op-roofline points listed per rank, except points above their roof (model "
         "errors): Σ FLOP / Σ kernel time (per GPU), and "
         "100 × Σ FLOP / Σ (attainable FLOP/s × time) for the points whose attainable rate is "
-        "known (attainable = min(peak, intensity × DRAM bandwidth)).",
+        "known (attainable = min(peak, intensity × DRAM bandwidth)), over every modelled op "
+        "(roofline.ops.coverage). The card states the share of GPU time (kernels, memcpys, "
+        "memsets) those ops cover and the share of that time whose cost model is exact.",
         "docs/report.md §3; docs/efficiency.md",
+    ),
+    "lag": (
+        "GPU lag",
+        "Per step, the median over its GPU work of (GPU start − start of the launching call); "
+        "steps behind = that ÷ the step's host duration. The card shows the median over every "
+        "(rank, step) and the largest steps-behind.",
+        "docs/metrics.md §7",
+    ),
+    "integrity": (
+        "Trace notes",
+        "What makes a trace's numbers mean less than they seem: a graph-capture trace (no "
+        "host-bound verdict), graph launches whose kernels were not recorded and the idle after "
+        "them, GPU work launched before the profiler started (left out of the per-step figures "
+        "unless --include-prelaunched), an idle gap that dominates the first or last step, and "
+        "how far the GPU runs behind the CPU.",
+        "docs/metrics.md §10",
     ),
     "energy": (
         "Energy per step",
@@ -52,10 +73,11 @@ DEFINITIONS: dict[str, tuple[str, str, str]] = {
     ),
     "breakdown": (
         "Step breakdown",
-        "Per (step, rank): compute = time some computation kernel runs; exposed comm = "
-        "communication with no computation beside it; memory/other = duration − compute − "
-        "exposed comm − idle (only MEMORY or OTHER events run); idle = no GPU event runs. The "
-        "four parts add up to the step's duration.",
+        "Per (step, rank), on the GPU clock (the step's interval from the end of the previous "
+        "step's GPU work to the end of its own): compute = time some computation kernel runs; "
+        "exposed comm = communication with no computation beside it; memory/other = "
+        "gpu_duration − compute − exposed comm − idle (only MEMORY or OTHER events run); idle = "
+        "no GPU event runs. The four parts add up to the step's gpu_duration.",
         "docs/metrics.md §7; docs/report.md §5",
     ),
     "ranges": (
@@ -68,8 +90,8 @@ DEFINITIONS: dict[str, tuple[str, str, str]] = {
     "kernels": (
         "Top kernels",
         "Kernel summary rows pooled over the ranks by kernel name: count and total summed, avg "
-        "= total / count, min and max over ranks, time % = 100 × total / Σ total of every "
-        "kernel, ranks = ranks that ran it.",
+        "= total / count, min and max over ranks, % kernel time = 100 × total / Σ total of "
+        "every kernel (HTA window), ranks = ranks that ran it.",
         "docs/metrics.md §4; docs/report.md §6",
     ),
     "kernel_types": (

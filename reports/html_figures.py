@@ -63,7 +63,8 @@ def _layout(fig: go.Figure, height: int, **kw: Any) -> go.Figure:
 
 
 def steps_figure(steps: Mapping[str, Any] | None) -> go.Figure | None:
-    """Stacked bars per (step, rank): compute / exposed comm / memory-other / idle, in ms."""
+    """Stacked bars per (step, rank): compute / exposed comm / memory-other / idle, in ms, of
+    the step on the GPU clock (docs/metrics.md §7)."""
     if not steps or not steps.get("rows"):
         return None
     rows = steps["rows"]
@@ -77,7 +78,7 @@ def steps_figure(steps: Mapping[str, Any] | None) -> go.Figure | None:
             marker_color=color,
             hovertemplate=f"{label}: %{{y:.3f}} ms<extra>%{{x}}</extra>",
         )
-    return _layout(fig, 380, barmode="stack", yaxis_title="ms", bargap=0.15)
+    return _layout(fig, 380, barmode="stack", yaxis_title="ms (GPU clock)", bargap=0.15)
 
 
 def kernel_types_figure(kernels: Mapping[str, Any] | None) -> go.Figure | None:

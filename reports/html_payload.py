@@ -30,11 +30,11 @@ TOP_STRAGGLER_STEPS = 20
 def header(summary: Summary) -> dict[str, Any]:
     """Run metadata: tool, ranks, GPUs, hosts, versions, command, sources."""
     rs = ranks(summary)
-    run = summary.get("run") or {}
-    meta = run.get("meta") or {}
+    run: Mapping[str, Any] = summary.get("run") or {}
+    meta: Mapping[str, Any] = run.get("meta") or {}
     gpus: Counter[str] = Counter()
     for r in rs:
-        d = r.get("device") or {}
+        d: Mapping[str, Any] = r.get("device") or {}
         if d.get("name"):
             desc = str(d["name"])
             if d.get("arch"):
@@ -50,7 +50,7 @@ def header(summary: Summary) -> dict[str, Any]:
     )
     sources = list(summary.get("sources") or [])
     steps = sorted({int(s) for r in rs for s in (r.get("window") or {}).get("steps") or []})
-    world = {x.get("world_size") for x in src if x.get("world_size")}
+    world = [w for x in src if (w := x.get("world_size"))]
     command = meta.get("command")
     return {
         "tool": summary.get("tool") or {},
@@ -141,7 +141,8 @@ def kernels(summary: Summary) -> dict[str, Any] | None:
 def annotated_ranges(summary: Summary) -> dict[str, Any] | None:
     """``run.ranks[].ranges`` pooled over ranks by (kind, name); the largest first."""
     agg: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in (summary.get("run") or {}).get("ranks") or []:
+    run: Mapping[str, Any] = summary.get("run") or {}
+    for r in run.get("ranks") or []:
         for x in r.get("ranges") or []:
             key = (str(x["kind"]), str(x["name"]))
             a = agg.setdefault(
@@ -218,10 +219,12 @@ def collectives(summary: Summary) -> list[dict[str, Any]]:
 
 def comm_ranks(summary: Summary) -> list[dict[str, Any]]:
     """Per rank: communication, exposed communication, and (with skew) wait and lateness."""
-    skew = {int(p["rank"]): p for p in (summary.get("comm_skew") or {}).get("per_rank") or []}
+    cs: Mapping[str, Any] = summary.get("comm_skew") or {}
+    skew = {int(p["rank"]): p for p in cs.get("per_rank") or []}
     out = []
     for r in ranks(summary):
-        c, o = r.get("comm") or {}, r.get("overlap") or {}
+        c: Mapping[str, Any] = r.get("comm") or {}
+        o: Mapping[str, Any] = r.get("overlap") or {}
         rank = int(r["rank"])
         if not c and not o.get("comm_ns") and rank not in skew:
             continue
@@ -243,7 +246,8 @@ def comm_ranks(summary: Summary) -> list[dict[str, Any]]:
 
 def occupancy(summary: Summary) -> dict[str, Any] | None:
     """Per-rank occupancy figures and the kernels pooled over ranks (largest time first)."""
-    per_rank, agg = [], {}
+    per_rank: list[dict[str, Any]] = []
+    agg: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in ranks(summary):
         o = r.get("occupancy")
         if not o:
@@ -254,6 +258,7 @@ def occupancy(summary: Summary) -> dict[str, Any] | None:
                 "theoretical_pct": num(o.get("time_weighted_theoretical_pct")),
                 "est_achieved_pct": num(o.get("time_weighted_est_achieved_pct")),
                 "coverage": num(o.get("coverage")),
+                "bound": "≤" if o.get("upper_bound") else "",
             }
         )
         for k in o.get("by_kernel") or []:
@@ -268,6 +273,7 @@ def occupancy(summary: Summary) -> dict[str, Any] | None:
                     "calls": 0,
                     "time_ns": 0,
                     "theoretical_pct": num(k.get("theoretical_pct")),
+                    "bound": "≤" if k.get("upper_bound") else "",
                     "limiters": list(k.get("limiters") or []),
                     "_w": 0.0,
                     "_wt": 0,
@@ -295,7 +301,9 @@ def roofline(summary: Summary) -> dict[str, Any] | None:
     flops: dict[str, float] = {}
     bandwidth: dict[str, float] = {}
     for r in ranks(summary):
-        for p in (((r.get("roofline") or {}).get("ops") or {}).get("points")) or []:
+        roof: Mapping[str, Any] = r.get("roofline") or {}
+        ops: Mapping[str, Any] = roof.get("ops") or {}
+        for p in ops.get("points") or []:
             f, t = num(p.get("flop_total")), num(p.get("time_ns"))
             b = num((p.get("bytes") or {}).get("dram"))
             if f is None or t is None or t <= 0 or p.get("model_error"):
@@ -345,11 +353,23 @@ def roofline(summary: Summary) -> dict[str, Any] | None:
 
 def straggler_steps(summary: Summary) -> list[dict[str, Any]]:
     """``comm_skew.per_step`` rows: the :data:`TOP_STRAGGLER_STEPS` with most caused wait."""
-    rows = [
-        r for r in (summary.get("comm_skew") or {}).get("per_step") or [] if isinstance(r, Mapping)
-    ]
+    cs: Mapping[str, Any] = summary.get("comm_skew") or {}
+    rows: list[Mapping[str, Any]] = [r for r in cs.get("per_step") or [] if isinstance(r, Mapping)]
     top = sorted(rows, key=lambda r: -int(r.get("straggler_caused_wait_ns") or 0))
-    return sorted(top[:TOP_STRAGGLER_STEPS], key=lambda r: int(r.get("step", 0)))
+    return [dict(r) for r in sorted(top[:TOP_STRAGGLER_STEPS], key=lambda r: int(r.get("step", 0)))]
+
+
+def integrity(summary: Summary) -> list[dict[str, Any]]:
+    """Per rank with notes: ``rank``, ``capture`` and its ``integrity.notes``
+    (docs/metrics.md §10)."""
+    out = []
+    for r in ranks(summary):
+        i: Mapping[str, Any] = r.get("integrity") or {}
+        if i.get("notes"):
+            out.append(
+                {"rank": int(r["rank"]), "capture": bool(i["capture"]), "notes": list(i["notes"])}
+            )
+    return out
 
 
 def build_payload(summary: Summary, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -362,6 +382,7 @@ def build_payload(summary: Summary, gate: Mapping[str, Any] | None = None) -> di
         "header": header(summary),
         "gate": gate_banner(gate),
         "cards": cards(summary),
+        "integrity": integrity(summary),
         "findings": findings(summary),
         "steps": html_series.step_breakdown(summary),
         "ranges": annotated_ranges(summary),

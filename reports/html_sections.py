@@ -90,65 +90,100 @@ def _card(label: str, value: str | None, detail: str, empty: str) -> str:
     )
 
 
+def _share(x: float | None) -> str:
+    return "?" if x is None else f"{pct(100 * x)} %"
+
+
+def _busy_detail(busy: Mapping[str, Any]) -> str:
+    if busy["basis"] == "steps":
+        return f"of step time ({busy.get('view') or 'GPU clock'})"
+    return f"of the GPU span ({busy.get('view') or 'HTA window'})"
+
+
+def _comm_detail(comm: Mapping[str, Any]) -> str:
+    out = f"overlap: {comm.get('overlap_view') or 'HTA window'}"
+    if comm.get("exposed_per_step_ns") is not None:
+        out += f"; exposed {ms(comm['exposed_per_step_ns'])} ms/step"
+        if comm.get("exposed_share_pct") is not None:
+            out += f" ({pct(comm['exposed_share_pct'])} % of step time"
+            out += f", {comm.get('step_view') or 'GPU clock'})"
+    return out
+
+
+def _occ_detail(occ: Mapping[str, Any]) -> str:
+    est = occ["est_achieved_pct"]
+    out = "theoretical; est. achieved " + (f"{pct(est)} %" if est is not None else "n/a")
+    out += f"; covers {_share(occ.get('kernel_time_share'))} of kernel time"
+    if occ.get("upper_bound"):
+        out += "; upper bound (registers/LDS not recorded)"
+    return out
+
+
+def _thr_detail(thr: Mapping[str, Any]) -> str:
+    roof = thr["pct_of_roofline"]
+    out = "per GPU, modelled ops; " + (
+        f"{pct(roof)} % of roofline" if roof is not None else "roofline unknown"
+    )
+    out += f"; covers {_share(thr.get('gpu_time_share'))} of GPU time"
+    out += f", {_share(thr.get('exact_share'))} of it exact"
+    if roof is not None and thr.get("roofline_gpu_time_share") is not None:
+        out += f"; roofline covers {_share(thr['roofline_gpu_time_share'])} of GPU time"
+    return out
+
+
+def _lag_detail(lag: Mapping[str, Any]) -> str:
+    behind = lag["median_steps_behind"]
+    most = lag["max_steps_behind"]
+    out = f"median launch→start, {lag['steps']} step(s)"
+    if behind is not None:
+        out = f"GPU {fixed(behind, 2)} steps behind the CPU (max {fixed(most, 2)}); " + out
+    return out
+
+
 def cards_section(p: Mapping[str, Any]) -> str:
     c = p["cards"]
     st, busy, comm, occ, thr, en = (
         c[k] for k in ("step_time", "gpu_busy", "comm", "occupancy", "throughput", "energy")
     )
+    lag = c.get("lag")
     out = [
         _card(
             "step time (median)",
             st and f"{ms(st['median_ns'])} ms",
-            st and f"p90 {ms(st['p90_ns'])} ms · {st['steps']} steps × {st['ranks']} ranks",
+            st
+            and f"p90 {ms(st['p90_ns'])} ms · {st['steps']} steps × {st['ranks']} ranks "
+            "(ProfilerStep ranges)",
             "no ProfilerStep in the window",
         ),
         _card(
             "GPU busy",
             busy and f"{pct(busy['pct'])} %",
-            busy and ("of step time" if busy["basis"] == "steps" else "of the GPU span"),
+            busy and _busy_detail(busy),
             "no GPU activity",
         ),
         _card(
             "comm overlap",
             comm and f"{pct(comm['overlap_pct'])} %",
-            comm
-            and (
-                f"exposed {ms(comm['exposed_per_step_ns'])} ms/step"
-                + (
-                    f" ({pct(comm['exposed_share_pct'])} % of step time)"
-                    if comm.get("exposed_share_pct") is not None
-                    else ""
-                )
-            ),
+            comm and _comm_detail(comm),
             "no communication kernel",
         ),
         _card(
             "occupancy (time-weighted)",
-            occ and f"{pct(occ['theoretical_pct'])} %",
-            occ
-            and (
-                "theoretical; est. achieved "
-                + (
-                    f"{pct(occ['est_achieved_pct'])} %"
-                    if occ["est_achieved_pct"] is not None
-                    else "n/a"
-                )
-            ),
+            occ and f"{'≤ ' if occ.get('upper_bound') else ''}{pct(occ['theoretical_pct'])} %",
+            occ and _occ_detail(occ),
             "no launch configuration in the trace",
         ),
         _card(
             "achieved TFLOP/s",
             thr and f"{fixed(thr['tflops'])}",
-            thr
-            and (
-                "per GPU, modelled ops; "
-                + (
-                    f"{pct(thr['pct_of_roofline'])} % of roofline"
-                    if thr["pct_of_roofline"] is not None
-                    else "roofline unknown"
-                )
-            ),
+            thr and _thr_detail(thr),
             "no modelled op (roofline)",
+        ),
+        _card(
+            "GPU lag",
+            lag and f"{ms(lag['median_launch_lag_ns'])} ms",
+            lag and _lag_detail(lag),
+            "no GPU work linked to a launch in a step",
         ),
         _card(
             "energy / step",
@@ -157,7 +192,17 @@ def cards_section(p: Mapping[str, Any]) -> str:
             "no NVML energy data",
         ),
     ]
-    return section("cards", "Headline", f'<div class="cards">{"".join(out)}</div>')
+    body = f'<div class="cards">{"".join(out)}</div>' + integrity_notes(p)
+    return section("cards", "Headline", body)
+
+
+def integrity_notes(p: Mapping[str, Any]) -> str:
+    """The ranks' integrity notes (docs/metrics.md §10) under the cards, one line each."""
+    rows = p.get("integrity") or []
+    if not rows:
+        return ""
+    items = "".join(f"<li>rank {esc(r['rank'])}: {esc(n)}</li>" for r in rows for n in r["notes"])
+    return f'<div class="integrity" id="integrity-notes"><h3>Trace notes</h3><ul>{items}</ul></div>'
 
 
 def findings_section(p: Mapping[str, Any]) -> str:
@@ -197,7 +242,8 @@ def steps_section(p: Mapping[str, Any], frags: Mapping[str, str]) -> str:
             f"{s['ranks_total']} ranks (evenly spaced, at most {MAX_BREAKDOWN_STEPS} steps and "
             f"{MAX_BREAKDOWN_RANKS} ranks); every step and rank is in the heatmap and summary.json."
         )
-    return section("steps", "Step breakdown (per step and rank, ms)", body + _ranges(p))
+    title = "Step breakdown (per step and rank, ms, steps on the GPU clock)"
+    return section("steps", title, body + _ranges(p))
 
 
 RANGE_COLS = (
@@ -272,10 +318,12 @@ def shown_definitions(p: Mapping[str, Any]) -> list[str]:
             ("overlap", "comm"),
             ("occupancy", "occupancy"),
             ("throughput", "throughput"),
+            ("lag", "lag"),
             ("energy", "energy"),
         )
-        if c[ck]
+        if c.get(ck)
     ]
+    ids += ["integrity"] if p.get("integrity") else []
     ids += ["findings"]
     ids += ["breakdown"] if p["steps"] else []
     ids += ["ranges"] if p["ranges"] else []

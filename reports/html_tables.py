@@ -32,7 +32,7 @@ KERNEL_COLS = (
     Col("avg µs", "avg_ns", us),
     Col("min µs", "min_ns", us),
     Col("max µs", "max_ns", us),
-    Col("time %", "time_pct", pct),
+    Col("% kernel time", "time_pct", pct),
     Col("ranks", "ranks", integer),
 )
 
@@ -99,8 +99,13 @@ def comm_section(p: Mapping[str, Any], frags: Mapping[str, str]) -> str:
     return section("communication", "Communication", body)
 
 
+UPPER_BOUND_TITLE = (
+    "≤: an upper bound — a limit could not be applied (AMD traces record no registers or LDS; "
+    "docs/efficiency.md §1b)"
+)
 OCC_RANK_COLS = (
     Col("rank", "rank", integer),
+    Col("", "bound", str, numeric=False, wrap=False, title=UPPER_BOUND_TITLE),
     Col("theoretical %", "theoretical_pct", pct),
     Col("est. achieved %", "est_achieved_pct", pct),
     Col("coverage %", "coverage", lambda v: pct(v * 100 if v is not None else None)),
@@ -112,6 +117,7 @@ OCC_KERNEL_COLS = (
     Col("smem B", "smem_bytes", integer),
     Col("calls", "calls", integer),
     Col("time ms", "time_ns", ms),
+    Col("", "bound", str, numeric=False, wrap=False, title=UPPER_BOUND_TITLE),
     Col("theoretical %", "theoretical_pct", pct),
     Col("est. achieved %", "est_achieved_pct", pct),
     Col("limiters", "limiters", lambda v: ", ".join(v or []), numeric=False),

@@ -42,7 +42,10 @@ def idle_table(rank: Mapping[str, Any]) -> Table | None:
     if not idle:
         return None
     t = Table(
-        title=f"Rank {rank['rank']}: GPU idle time (threshold {_us(idle['threshold_ns'])} µs)",
+        title=(
+            f"Rank {rank['rank']}: GPU idle time, HTA window (threshold "
+            f"{_us(idle['threshold_ns'])} µs)"
+        ),
         title_justify="left",
     )
     t.add_column("where")
@@ -61,27 +64,50 @@ def idle_table(rank: Mapping[str, Any]) -> Table | None:
     return t
 
 
-def host_bound_table(rank: Mapping[str, Any]) -> Table | None:
-    """Verdict per step (and for the rank) with the CPU ops behind the host wait."""
+def _verdict_word(verdict: str | None, basis: str) -> str:
+    if verdict is not None:
+        return verdict
+    return "no verdict (graph-capture trace)" if basis == "capture trace" else "no GPU work"
+
+
+def _basis_words(basis: str) -> str:
+    return {
+        "steps": "step time on the GPU clock",
+        "gpu span": "the GPU span",
+        "capture trace": "the steps",
+    }.get(basis, basis)
+
+
+def host_bound_line(rank: Mapping[str, Any]) -> Text | None:
+    """The rank's verdict in one line (for a rank without steps: no per-step table)."""
     idle = rank.get("idle")
     if not idle:
         return None
     hb = idle.get("host_bound") or {}
-    verdict = hb.get("verdict") or "no GPU work"
-    t = Table(
-        title=(
-            f"Rank {rank['rank']}: {verdict} (host wait {_share(hb.get('host_share'))} %, "
-            f"exposed comm {_share(hb.get('comm_share'))} % of {hb.get('basis', '')})"
-        ),
-        title_justify="left",
+    basis = hb.get("basis", "")
+    return Text(
+        f"Rank {rank['rank']}: {_verdict_word(hb.get('verdict'), basis)} (host wait "
+        f"{_share(hb.get('host_share'))} %, exposed comm {_share(hb.get('comm_share'))} % of "
+        f"{_basis_words(basis)})"
     )
+
+
+def host_bound_table(rank: Mapping[str, Any]) -> Table | None:
+    """Verdict per step (and for the rank) with the CPU ops behind the host wait; None when
+    the rank has no steps (:func:`host_bound_line` says the verdict then)."""
+    idle = rank.get("idle")
+    if not idle or not idle.get("steps"):
+        return None
+    title = host_bound_line(rank)
+    t = Table(title=title.plain if title is not None else None, title_justify="left")
     t.add_column("step", justify="right")
-    t.add_column("ms", justify="right")
+    t.add_column("GPU ms", justify="right")
     t.add_column("idle ms", justify="right")
     t.add_column("host wait %", justify="right")
     t.add_column("exposed comm %", justify="right")
     t.add_column("verdict")
     t.add_column("CPU ops during host wait (ms)")
+    basis = (idle.get("host_bound") or {}).get("basis", "")
     for s in idle.get("steps", []):
         ops = Text()
         for i, op in enumerate(s.get("top_ops", [])[:3]):
@@ -91,18 +117,23 @@ def host_bound_table(rank: Mapping[str, Any]) -> Table | None:
             ops.append(f" {_ms(op['overlap_ns'])}")
         t.add_row(
             str(s["step"]),
-            _ms(s["duration_ns"]),
+            _ms(s.get("gpu_duration_ns", s["duration_ns"])),
             _ms(s["idle_ns"]),
             _share(s["host_share"]),
             _share(s["comm_share"]),
-            s["verdict"] or "no GPU work",
+            _verdict_word(s["verdict"], basis),
             ops,
         )
     return t
 
 
 def launch_table(rank: Mapping[str, Any], top: int = TOP_KERNELS) -> Table | None:
-    """HTA's launch figures, gpuscope's distributions and the kernels with most launch delay."""
+    """HTA's launch figures, gpuscope's distributions and the kernels with most launch delay.
+
+    "waiting ms" is the union of the waits ``[call end, op start)`` (docs/idle-and-launch.md
+    §4.2), not their sum: delays of queued ops overlap.  Ops a graph launch enqueued are left
+    out of the delay rows (their "delay" is a position inside the graph).
+    """
     la = rank.get("launch")
     if not la:
         return None
@@ -114,15 +145,16 @@ def launch_table(rank: Mapping[str, Any], top: int = TOP_KERNELS) -> Table | Non
     t.add_column("p50 µs", justify="right")
     t.add_column("p90 µs", justify="right")
     t.add_column("max µs", justify="right")
-    t.add_column("total ms", justify="right")
+    t.add_column("waiting ms (union)", justify="right")
     t.add_row(
         "HTA-selected pairs: launch delay (p50 = median)",
         str(h.get("launches", 0)),
         "–" if h.get("launch_delay_median_us") is None else f"{h['launch_delay_median_us']:,.1f}",
         "–",
         _us(h.get("launch_delay_max_ns")),
-        _ms(h.get("launch_delay_sum_ns")),
+        "–",
     )
+    union = {"launch_delay": a.get("launch_delay_union_ns")}
     for key, label in (
         ("cpu_duration", "all launch calls: CPU duration"),
         ("launch_delay", "all launched ops: launch delay"),
@@ -135,7 +167,16 @@ def launch_table(rank: Mapping[str, Any], top: int = TOP_KERNELS) -> Table | Non
             _us(d.get("p50_ns")),
             _us(d.get("p90_ns")),
             _us(d.get("max_ns")),
-            _ms(d.get("sum_ns")),
+            _ms(union.get(key)),
+        )
+    if a.get("graph_ops"):
+        t.add_row(
+            "graph-launched ops (left out: delay = position in the graph)",
+            str(a["graph_ops"]),
+            "–",
+            "–",
+            "–",
+            "–",
         )
     for k in (la.get("per_kernel") or [])[:top]:
         d = k["launch_delay"]
@@ -145,7 +186,7 @@ def launch_table(rank: Mapping[str, Any], top: int = TOP_KERNELS) -> Table | Non
             _us(d.get("p50_ns")),
             _us(d.get("p90_ns")),
             _us(d.get("max_ns")),
-            _ms(d.get("sum_ns")),
+            _ms(k.get("launch_delay_union_ns")),
         )
     return t
 
@@ -192,7 +233,7 @@ def print_wait_sections(rank: Mapping[str, Any], console: Console | None = None)
     console = console or Console()
     tables = (
         idle_table(rank),
-        host_bound_table(rank),
+        host_bound_table(rank) or host_bound_line(rank),
         launch_table(rank),
         queue_table(rank),
         memory_table(rank),

@@ -16,7 +16,8 @@ series key                 unit   value
                                   without steps, the largest ``overlap.exposed_comm_ns``
 ``overlap_pct``            %      smallest ``overlap.overlap_pct`` over ranks
 ``gpu_idle_pct``           %      largest ``temporal.idle_pct`` over ranks; samples are the
-                                  per-step ``100·idle_ns/duration_ns`` of the worst rank
+                                  per-step ``100·idle_ns/gpu_duration_ns`` (the step on the
+                                  GPU clock) of the worst rank
 ``kernel_time_ns[K]``      ns     mean duration per call of kernel K over all ranks
                                   (Σ total_ns / Σ count), stats pooled over ranks
 ``busbw_GBps[C S]``        GB/s   ``ranks[].collectives[]`` rows of collective C and size
@@ -140,7 +141,8 @@ def _steps(
 
 
 def _idle_pct(row: StepRow) -> float | None:
-    d = row["duration_ns"]
+    # the step on the GPU clock (docs/metrics.md §7); older summaries: the host range
+    d = row.get("gpu_duration_ns", row["duration_ns"])
     return None if d <= 0 else 100.0 * float(row["idle_ns"]) / float(d)
 
 

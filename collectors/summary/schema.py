@@ -137,9 +137,7 @@ class Overlap(TypedDict):
     overlap_pct: Pct | None
 
 
-class StepRow(TypedDict):
-    """``ranks[].steps[]`` (docs/metrics.md §7): one ProfilerStep of the window."""
-
+class _StepRowFoundation(TypedDict):
     step: Int
     start_ns: Int
     end_ns: Int
@@ -147,6 +145,57 @@ class StepRow(TypedDict):
     compute_ns: Ns
     exposed_comm_ns: Ns
     idle_ns: Ns
+
+
+class StepRow(_StepRowFoundation, total=False):
+    """``ranks[].steps[]`` (docs/metrics.md §7): one ProfilerStep of the window, its GPU figures
+    on the GPU clock.  The GPU-clock keys are absent from summaries written before them (there
+    ``compute_ns``/``exposed_comm_ns``/``idle_ns`` are of the host range ``duration_ns``)."""
+
+    gpu_start_ns: Int | None
+    gpu_end_ns: Int | None
+    gpu_duration_ns: Ns
+    work_events: Count
+    work_ns: Ns
+    launch_lag_ns: Int | None
+    steps_behind: float | None
+
+
+class EdgeGap(TypedDict):
+    """``ranks[].integrity.edge_gaps[]`` (docs/metrics.md §10)."""
+
+    edge: Literal["first", "last"]
+    step: Int
+    start_ns: Int
+    end_ns: Int
+    idle_ns: Ns
+    share: Share
+
+
+class GpuLag(TypedDict):
+    """``ranks[].integrity.lag`` (docs/metrics.md §10)."""
+
+    steps: Count
+    median_launch_lag_ns: Int
+    median_steps_behind: float | None
+    max_steps_behind: float | None
+
+
+class Integrity(TypedDict):
+    """``ranks[].integrity`` (docs/metrics.md §10): what makes the rank's numbers mean less
+    than they seem, and one note per case."""
+
+    capture: bool
+    capture_regions: Count
+    graph_launches: Count
+    graph_launches_unrecorded: Count
+    unrecorded_idle_ns: Ns
+    prelaunched_events: Count
+    prelaunched_ns: Ns
+    prelaunched_included: bool
+    edge_gaps: list[EdgeGap]
+    lag: GpuLag | None
+    notes: list[str]
 
 
 # --- efficiency (docs/efficiency.md) ----------------------------------------------------------
@@ -261,6 +310,31 @@ class RooflinePoint(_RooflinePoint, total=False):
     model_error: str | None
 
 
+class RooflineCoverage(TypedDict):
+    """``ranks[].roofline.ops.coverage``: the GPU time the derived roofline headlines cover
+    (:class:`analyzers.roofline.RooflineCoverage`; docs/efficiency.md); each ``*_share`` is the
+    ``*_ns`` over ``gpu_time_ns``."""
+
+    gpu_time_ns: Ns | None
+    modelled_ns: Ns
+    modelled_share: NonNeg | None
+    exact_ns: Ns
+    exact_share: NonNeg | None
+    achieved_ns: Ns
+    achieved_share: NonNeg | None
+    achieved_exact_ns: Ns
+    achieved_exact_share: NonNeg | None
+    roofline_ns: Ns
+    roofline_share: NonNeg | None
+    roofline_exact_ns: Ns
+    roofline_exact_share: NonNeg | None
+    model_error_ns: Ns
+    model_error_share: NonNeg | None
+    achieved_flops_per_s: NonNeg | None
+    pct_of_roofline: NonNeg | None
+    model_errors: Count
+
+
 class _RooflineOps(TypedDict):
     gpu_peaks: str | None
     device: str | None
@@ -278,6 +352,7 @@ class RooflineOps(_RooflineOps, total=False):
 
     gpu_peaks_match: str
     gpu_peaks_missing: str
+    coverage: RooflineCoverage
 
 
 class NcuRoofline(TypedDict, total=False):
@@ -345,9 +420,7 @@ class TopOp(TypedDict):
     overlap_ns: Ns
 
 
-class IdleStep(TypedDict):
-    """``ranks[].idle.steps[]``: one step's verdict."""
-
+class _IdleStepFoundation(TypedDict):
     step: Int
     start_ns: Int
     end_ns: Int
@@ -360,6 +433,15 @@ class IdleStep(TypedDict):
     verdict: str | None
     host_wait_by_activity: dict[str, Ns]
     top_ops: list[TopOp]
+
+
+class IdleStep(_IdleStepFoundation, total=False):
+    """``ranks[].idle.steps[]``: one step's verdict; the shares are of ``gpu_duration_ns``, the
+    step on the GPU clock (absent from older summaries, whose shares are of ``duration_ns``)."""
+
+    gpu_start_ns: Int | None
+    gpu_end_ns: Int | None
+    gpu_duration_ns: Ns
 
 
 class Idle(TypedDict):
@@ -419,15 +501,22 @@ class GroupDistribution(TypedDict, total=False):
     max_ns: Int
 
 
-class LaunchAll(TypedDict):
-    """``ranks[].launch.all``: gpuscope's wider launch view."""
-
+class _LaunchAllFoundation(TypedDict):
     calls: Count
     ops: Count
     by_api: dict[str, Count]
     cpu_duration: Distribution
     launch_delay: Distribution
     start_after_call: Distribution
+
+
+class LaunchAll(_LaunchAllFoundation, total=False):
+    """``ranks[].launch.all``: gpuscope's wider launch view (docs/idle-and-launch.md §4.2);
+    ``graph_ops`` (left out of the delay figures) and ``launch_delay_union_ns`` are absent
+    from older summaries."""
+
+    graph_ops: Count
+    launch_delay_union_ns: Ns
 
 
 class _LaunchGroupCounts(TypedDict):
@@ -437,10 +526,12 @@ class _LaunchGroupCounts(TypedDict):
 
 
 class LaunchGroup(_LaunchGroupCounts, total=False):
-    """``ranks[].launch.per_kernel[]`` (keyed by ``name``) and ``per_step[]`` (by ``step``)."""
+    """``ranks[].launch.per_kernel[]`` (keyed by ``name``) and ``per_step[]`` (by ``step``);
+    ``launch_delay_union_ns``: the union of the group's waits."""
 
     name: str
     step: Int
+    launch_delay_union_ns: Ns
 
 
 class QueueRow(TypedDict):
@@ -752,6 +843,7 @@ class _RankFoundation(TypedDict):
 class RankEntry(_RankFoundation, total=False):
     """``ranks[]``: one rank's sections (the foundation's always; later ones when they apply)."""
 
+    integrity: Integrity
     notes: list[str]
     occupancy: Occupancy
     roofline: Roofline

@@ -46,6 +46,7 @@ RANK_SECTIONS: tuple[RankSection, ...] = (
     RankSection("temporal", core.temporal),
     RankSection("overlap", core.overlap),
     RankSection("steps", core.steps),
+    RankSection("integrity", core.integrity),
     RankSection("occupancy", efficiency.occupancy),
     RankSection("roofline", efficiency.roofline),
     RankSection("idle", wait.idle),

@@ -2,7 +2,8 @@
 
 Every expected number is recomputed here from the raw JSON events (ts/dur × 1000 = ns): the
 ProfilerSteps, each GPU activity's launch (the ``cuda_runtime`` call with the same
-correlation, else its own start), the window filter's kept activities, and per-name totals.
+correlation, else its own start; none when its correlation is below every call's: launched
+before the profiler started), the window filter's kept activities, and per-name totals.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def raw_measure(events: list[dict[str, Any]], all_events: bool) -> dict[str, Any
         corr = e["args"]["correlation"]
         if not all_events and not (corr in launch and launch[corr] < cutoff):
             continue
+        if corr not in launch and 0 <= corr < min(launch):
+            continue  # launched before the profiler started: in no step (docs/metrics.md §7)
         t = launch.get(corr, ns(e["ts"]))
         if any(lo <= t < hi for lo, hi in steps):
             kernels[e["name"]][0] += 1

@@ -178,7 +178,7 @@ def test_memoized_results_leave_with_their_trace() -> None:
 
     t = build(TWO_STEPS_HOST, TWO_STEPS_GPU)
     gpu_events(t)
-    key = (id(t.gpu), id(t.host), False, "0.6")
+    key = (id(t.gpu), id(t.host), False, "0.6", False)
     assert key in window_module._CACHE
     del t
     gc.collect()

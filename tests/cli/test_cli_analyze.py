@@ -117,9 +117,16 @@ STEP_KEYS = [
     "start_ns",
     "end_ns",
     "duration_ns",
+    "gpu_start_ns",
+    "gpu_end_ns",
+    "gpu_duration_ns",
     "compute_ns",
     "exposed_comm_ns",
     "idle_ns",
+    "work_events",
+    "work_ns",
+    "launch_lag_ns",
+    "steps_behind",
 ]
 
 

@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
-from support.unprivileged import read_only_dir, run_unprivileged
 
 from cli.main import main
+from tests.support.env import REPO, SAMPLES
+from tests.support.unprivileged import read_only_dir, run_unprivileged
 
 SAMPLE = SAMPLES / "synthetic_2rank"
 OLD = "existing output\n"

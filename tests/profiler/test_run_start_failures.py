@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.unprivileged import read_only_dir, run_unprivileged
 
 from cli.main import main
+from tests.support.unprivileged import read_only_dir, run_unprivileged
 
 REPO = Path(__file__).resolve().parents[2]
 GPUSCOPE = [sys.executable, "-m", "cli.main"]

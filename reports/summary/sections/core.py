@@ -1,8 +1,9 @@
 """The foundation's per-rank sections of the JSON summary (registered in
 :mod:`reports.summary.registry`).
 
-Each function is ``fn(trace, options, inputs)`` and returns exactly the keys of schema_version 1
-(docs/metrics.md defines every number).  Times are integer nanoseconds (``*_ns``); the kernel
+Each function is ``fn(trace, options, inputs)`` and returns the keys of schema_version 1
+(docs/metrics.md defines every number; ``steps`` has the GPU-clock keys of §7 and
+``integrity`` is §10).  Times are integer nanoseconds (``*_ns``); the kernel
 summary's ``avg_ns``, ``median_ns`` and ``stddev_ns`` are rounded to the nearest ns (the only
 rounding: they are not whole numbers to begin with).  Percentages are unrounded floats;
 undefined values are ``null``.
@@ -57,19 +58,19 @@ def kernel_summary(
 
     df = summarize(trace, options)
     rows = []
-    for r in df.itertuples(index=False):
+    for r in df.to_dict("records"):
         rows.append(
             {
-                "name": str(r.name),
-                "type": str(r.type),
-                "count": int(r.count),
-                "total_ns": int(r.total_ns),
-                "avg_ns": _round_ns(r.avg_ns),
-                "median_ns": _round_ns(r.median_ns),
-                "min_ns": int(r.min_ns),
-                "max_ns": int(r.max_ns),
-                "stddev_ns": _round_ns(r.stddev_ns),
-                "time_pct": _float(r.time_pct),
+                "name": str(r["name"]),
+                "type": str(r["type"]),
+                "count": int(r["count"]),
+                "total_ns": int(r["total_ns"]),
+                "avg_ns": _round_ns(r["avg_ns"]),
+                "median_ns": _round_ns(r["median_ns"]),
+                "min_ns": int(r["min_ns"]),
+                "max_ns": int(r["max_ns"]),
+                "stddev_ns": _round_ns(r["stddev_ns"]),
+                "time_pct": _float(r["time_pct"]),
             }
         )
     return rows
@@ -106,14 +107,65 @@ def overlap(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> d
 
 
 def steps(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> list[dict[str, Any]]:
-    """One object per ProfilerStep of the window."""
+    """One object per ProfilerStep of the window, its GPU figures on the GPU clock
+    (docs/metrics.md §7); ``gpu_start_ns``/``gpu_end_ns``/``launch_lag_ns``/``steps_behind``
+    are null for a step without GPU work."""
     from analyzers.steps import STEP_COLUMNS, step_breakdown
 
     df = step_breakdown(trace, options)
-    return [
-        {c: int(v) for c, v in zip(STEP_COLUMNS, row, strict=True)}
-        for row in df.itertuples(index=False)
-    ]
+    out = []
+    for row in df.itertuples(index=False):
+        d: dict[str, Any] = {}
+        for c, v in zip(STEP_COLUMNS, row, strict=True):
+            if c == "steps_behind":
+                d[c] = _float(v)
+            elif c in _MAYBE_ABSENT:
+                d[c] = int(v) if v >= 0 else None
+            else:
+                d[c] = int(v)
+        out.append(d)
+    return out
+
+
+_MAYBE_ABSENT = frozenset({"gpu_start_ns", "gpu_end_ns", "launch_lag_ns"})
+
+
+def integrity(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
+    """What makes the rank's numbers mean less than they seem (docs/metrics.md §10)."""
+    from analyzers.integrity import integrity as rank_integrity
+
+    i = rank_integrity(trace, options)
+    lag = i.lag
+    return {
+        "capture": i.capture,
+        "capture_regions": i.capture_regions,
+        "graph_launches": i.graph_launches,
+        "graph_launches_unrecorded": i.graph_launches_unrecorded,
+        "unrecorded_idle_ns": i.unrecorded_idle_ns,
+        "prelaunched_events": i.prelaunched_events,
+        "prelaunched_ns": i.prelaunched_ns,
+        "prelaunched_included": i.prelaunched_included,
+        "edge_gaps": [
+            {
+                "edge": g.edge,
+                "step": g.step,
+                "start_ns": g.start_ns,
+                "end_ns": g.end_ns,
+                "idle_ns": g.idle_ns,
+                "share": g.share,
+            }
+            for g in i.edge_gaps
+        ],
+        "lag": None
+        if lag is None
+        else {
+            "steps": lag.steps,
+            "median_launch_lag_ns": lag.median_launch_lag_ns,
+            "median_steps_behind": _float(lag.median_steps_behind),
+            "max_steps_behind": _float(lag.max_steps_behind),
+        },
+        "notes": list(i.notes),
+    }
 
 
 def notes(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> list[str] | None:

@@ -118,6 +118,7 @@ def roofline(
             "modelled_gpu_time_share": modelled / total if total else None,
             "points_total": len(points),
             "points": [p.to_dict() for p in points[:TOP_N]],
+            "coverage": points.coverage.to_dict(),
         }
         if match.how not in (None, "device name"):  # docs/efficiency.md §6
             out["ops"]["gpu_peaks_match"] = match.how

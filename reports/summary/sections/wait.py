@@ -50,6 +50,13 @@ def _int(x: Any) -> int | None:
     return None if x is None or pd.isna(x) else int(x)
 
 
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of *df* as dicts of plain Python values (column order kept)."""
+    cols = [str(c) for c in df.columns]
+    values = [df[c].tolist() for c in df.columns]
+    return [dict(zip(cols, row, strict=True)) for row in zip(*values, strict=True)]
+
+
 def _ns_keys(d: Mapping[str, int]) -> dict[str, int]:
     return {f"{k}_ns": int(v) for k, v in d.items()}
 
@@ -69,31 +76,34 @@ def idle(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict
     rv = rank_verdict(trace, options, sv, host_threshold=host_t, comm_threshold=comm_t)
     streams = [
         {
-            "stream": int(r.stream),
-            "category": str(r.category),
-            "idle_ns": int(r.idle_ns),
-            "intervals": int(r.intervals),
-            "ratio": _float(r.ratio),
+            "stream": int(r["stream"]),
+            "category": str(r["category"]),
+            "idle_ns": int(r["idle_ns"]),
+            "intervals": int(r["intervals"]),
+            "ratio": _float(r["ratio"]),
         }
-        for r in res.per_stream.itertuples(index=False)
+        for r in _records(res.per_stream)
     ]
     g = res.gpu
     steps = [
         {
-            "step": int(r.step),
-            "start_ns": int(r.start_ns),
-            "end_ns": int(r.end_ns),
-            "duration_ns": int(r.duration_ns),
-            "idle_ns": int(r.idle_ns),
-            "host_wait_ns": int(r.host_wait_ns),
-            "exposed_comm_ns": int(r.exposed_comm_ns),
-            "host_share": _float(r.host_share),
-            "comm_share": _float(r.comm_share),
-            "verdict": r.verdict,
-            "host_wait_by_activity": _ns_keys(r.host_wait_by_activity),
-            "top_ops": [{"name": n, "overlap_ns": int(v)} for n, v in r.top_ops],
+            "step": int(r["step"]),
+            "start_ns": int(r["start_ns"]),
+            "end_ns": int(r["end_ns"]),
+            "duration_ns": int(r["duration_ns"]),
+            "gpu_start_ns": int(r["gpu_start_ns"]) if r["gpu_start_ns"] >= 0 else None,
+            "gpu_end_ns": int(r["gpu_end_ns"]) if r["gpu_end_ns"] >= 0 else None,
+            "gpu_duration_ns": int(r["gpu_duration_ns"]),
+            "idle_ns": int(r["idle_ns"]),
+            "host_wait_ns": int(r["host_wait_ns"]),
+            "exposed_comm_ns": int(r["exposed_comm_ns"]),
+            "host_share": _float(r["host_share"]),
+            "comm_share": _float(r["comm_share"]),
+            "verdict": r["verdict"] if isinstance(r["verdict"], str) else None,
+            "host_wait_by_activity": _ns_keys(r["host_wait_by_activity"]),
+            "top_ops": [{"name": n, "overlap_ns": int(v)} for n, v in r["top_ops"]],
         }
-        for r in sv.itertuples(index=False)
+        for r in _records(sv)
     ]
     return {
         "threshold_ns": int(options.consecutive_kernel_delay_ns),
@@ -131,18 +141,21 @@ def _dist(values: Any) -> dict[str, int]:
 
 
 def _grouped(df: pd.DataFrame, by: str, top: int | None) -> list[dict[str, Any]]:
-    from analyzers.launch import grouped_distributions
+    from analyzers.launch import delay_union_by, grouped_distributions
 
     g = grouped_distributions(df, by)
     if top is not None:
         g = g.head(top)
+    union = delay_union_by(df, by) if len(df) else None
     rows = []
-    for r in g.to_dict("records"):
+    for r in _records(g):
         key = r.pop(by)
         out: dict[str, Any] = {by: int(key) if by == "step" else str(key)}
         out["launches"] = int(r.pop("launches"))
         out["cpu_duration"] = {k[4:]: int(v) for k, v in r.items() if k.startswith("cpu_")}
         out["launch_delay"] = {k[6:]: int(v) for k, v in r.items() if k.startswith("delay_")}
+        if union is not None:
+            out["launch_delay_union_ns"] = int(union.get(key, 0))
         rows.append(out)
     return rows
 
@@ -152,15 +165,19 @@ def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> di
     from analyzers.launch import (
         LAUNCH_DELAY_CUTOFF_NS,
         RUNTIME_CUTOFF_NS,
+        delay_union_ns,
         launch_analysis,
     )
 
     res = launch_analysis(trace, options)
     pairs = res.hta_pairs
     h = res.hta
-    a = res.launches
-    calls = a.drop_duplicates("correlation")
+    every = res.launches
+    calls = every.drop_duplicates("correlation")
     by_api = calls["launch_name"].value_counts(sort=True)
+    # ops a graph launch enqueued: their "delay" is a position inside the graph, not a wait
+    graph = every["graph"].to_numpy(dtype=bool)
+    a = every[~graph]
     stepped = a[a["step"] >= 0]
     return {
         "hta": {
@@ -181,23 +198,25 @@ def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> di
         },
         "all": {
             "calls": len(calls),
-            "ops": len(a),
+            "ops": len(every),
             "by_api": {str(k): int(v) for k, v in by_api.items()},
             "cpu_duration": _dist(calls["cpu_duration_ns"]),
             "launch_delay": _dist(a["launch_delay_ns"]),
             "start_after_call": _dist(a["start_after_call_ns"]),
+            "graph_ops": int(graph.sum()),
+            "launch_delay_union_ns": int(delay_union_ns(a)),
         },
         "per_kernel": _grouped(a, "name", TOP_KERNELS),
         "per_step": sorted(_grouped(stepped, "step", None), key=lambda r: r["step"]),
         "queue": [
             {
-                "stream": int(r.stream),
-                "changes": int(r.changes),
-                "max": int(r.max),
-                "max_ts_ns": int(r.max_ts_ns),
-                "time_weighted_mean": _float(r.time_weighted_mean),
+                "stream": int(r["stream"]),
+                "changes": int(r["changes"]),
+                "max": int(r["max"]),
+                "max_ts_ns": int(r["max_ts_ns"]),
+                "time_weighted_mean": _float(r["time_weighted_mean"]),
             }
-            for r in res.queue.itertuples(index=False)
+            for r in _records(res.queue)
         ],
         "notes": list(res.notes),
     }

@@ -2,17 +2,16 @@
 
 A summary decoded with ``type=Summary`` must equal the plain decode of the same bytes: no key
 dropped (every key the writer writes is in the schema), no value converted (an int the writer
-writes stays an int), nothing rejected.  Checked on every summary of the behaviour snapshot
-(``benchmarks/summary_snapshot.py`` over every shared trace), on summaries the writer builds
-here from the sample traces, a run directory with NVML counters and ``meta.json``, and on
-every summary the test builders (``tests/support/summaries.py``) produce.
+writes stays an int), nothing rejected.  Checked on the summary of every trace in
+``../shared/data`` (built in-process, with no NaN or infinity anywhere), on summaries the writer
+builds here from the sample traces, a run directory with NVML counters and ``meta.json``, and
+on every summary the test builders (``tests/support/summaries.py``) produce.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -24,10 +23,9 @@ import pytest
 
 from collectors.errors import InputError
 from collectors.summary.schema import SCHEMA_VERSION, RankEntry, Summary
-from tests.support.env import REPO, SAMPLES, shared_path
+from tests.support.env import SAMPLES, SHARED_DATA, shared_path
 from tests.support.summaries import complete, kernel_row, make_summary, sim_summary, summary
 
-SNAPSHOTS = Path(os.environ.get("GPUSCOPE_SNAPSHOTS", REPO.parent / "snapshots"))
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000
 
@@ -39,27 +37,49 @@ def round_trip(doc: dict[str, Any]) -> None:
     assert msgspec.json.encode(typed) == raw  # same keys, same order, same int/float types
 
 
-def snapshot_summaries() -> list[Path]:
-    return sorted(SNAPSHOTS.glob("*/*.summary.json"))
+NOT_TRACES = ("execution_trace/benchmark_simple_add_et", "memory_analysis/", "execution_details")
+"""Files under ``../shared/data/kineto`` that are not Kineto traces (as the snapshot skips)."""
 
 
-def test_every_snapshot_summary_validates_unchanged() -> None:
-    files = snapshot_summaries()
-    if not files:
-        pytest.skip(
-            f"no behaviour snapshot under {SNAPSHOTS} (benchmarks/summary_snapshot.py write "
-            "DIR; set GPUSCOPE_SNAPSHOTS to its parent folder)"
-        )
-    checked = 0
-    for f in files:
-        record = json.loads(f.read_text())
-        if "json" not in record:  # the input failed to analyse: no summary
-            continue
-        doc = record["json"]
-        doc["tool"].setdefault("version", "0+unknown")  # the snapshot drops the version
-        round_trip(doc)
-        checked += 1
-    assert checked >= 10
+def shared_inputs() -> list[str]:
+    """Every Kineto trace and Nsight Systems export of ``../shared/data`` (paths under it)."""
+    if not SHARED_DATA.is_dir():
+        return []
+    kineto = [
+        f.relative_to(SHARED_DATA).as_posix()
+        for f in sorted((SHARED_DATA / "kineto").rglob("*.json*"))
+        if not any(n in f.as_posix() for n in NOT_TRACES)
+    ]
+    nsys = [
+        f.relative_to(SHARED_DATA).as_posix() for f in sorted(SHARED_DATA.glob("nsys/*.sqlite"))
+    ]
+    return kineto + nsys
+
+
+def _finite(value: Any, where: str = "$") -> None:
+    if isinstance(value, float):
+        assert np.isfinite(value), where
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, f"{where}[{i}]")
+
+
+@pytest.mark.parametrize("rel", shared_inputs() or ["kineto"])
+def test_every_shared_trace_gives_a_finite_summary_that_validates_unchanged(rel: str) -> None:
+    """Every summary of every shared trace: no NaN or infinity anywhere (JSON cannot hold
+    them: ``allow_nan=False``), and the schema holds every key the writer writes."""
+    from collectors.load import load_traces
+    from reports.summary import build_summary
+
+    path = shared_path(*rel.split("/"))
+    if path.is_dir():
+        pytest.skip(f"shared data not present: no traces under {path}")
+    doc = build_summary(load_traces([path]))
+    _finite(doc)
+    round_trip(json.loads(json.dumps(doc, allow_nan=False)))
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def generate(
         "arguments": {"ranks": ranks, "steps": steps, "seed": seed, "int_us": int_us},
         "timestamps": "integer µs" if int_us else "float µs with ns precision",
         "definitions": "reference/metrics.md §2 (window), §5 (temporal), §6 (overlap, "
-        "exposed communication); steps clipped to their ProfilerStep ranges",
+        "exposed communication); steps on the GPU clock (docs/metrics.md §7)",
     }
     truth = [{**header, **ground_truth(lay)} for lay in layouts]
     return [render_kineto(lay, int_us=int_us) for lay in layouts], truth

@@ -8,8 +8,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-GENERATOR_VERSION = 1
-"""Bumped whenever the layout (and so the bytes written for given arguments) changes."""
+GENERATOR_VERSION = 2
+"""Bumped whenever the layout or the ground truth's definitions (and so the bytes written for
+given arguments) change.  2: steps on the GPU clock (docs/metrics.md §7)."""
 
 COMPUTE_STREAM = 7
 COMM_STREAM = 20

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from statistics import median
 from typing import Any
 
 from tests.support.synthetic.layout import RankLayout, StepLayout
@@ -62,18 +63,43 @@ def _window_truth(
             "overlap_ns": overlap,
             "exposed_comm_ns": comm - overlap,
         },
-        "steps": [
+        "steps": _steps_truth(lay, listed),
+        "kernels": dict(sorted(totals["kernel"].items())),
+        "memcpy": dict(sorted(totals["memcpy"].items())),
+    }
+
+
+def _steps_truth(lay: RankLayout, listed: list[StepLayout]) -> list[dict[str, Any]]:
+    """The steps on the GPU clock (metrics.md §7), by construction: every step's work lies in
+    its own ProfilerStep range after the initialisation kernel, so step N runs on the GPU from
+    the previous listed step's last GPU end (the first: from its host start, the GPU being idle
+    since the initialisation kernel) to its own last GPU end, and nothing else runs then."""
+    out = []
+    prev_end: int | None = None
+    for s in listed:
+        ops = [op for op in lay.gpu if op.step == s.step]
+        g = s.start_ns if prev_end is None else prev_end
+        if prev_end is None:  # the GPU was idle since the initialisation kernel ended
+            g = min(s.gpu_first_ns, max(s.start_ns, lay.init_ns[1]))
+        lag = round(median(op.start_ns - op.launch_ns for op in ops))
+        duration = s.end_ns - s.start_ns
+        out.append(
             {
                 "step": s.step,
                 "start_ns": s.start_ns,
                 "end_ns": s.end_ns,
-                "duration_ns": s.end_ns - s.start_ns,
+                "duration_ns": duration,
+                "gpu_start_ns": g,
+                "gpu_end_ns": s.gpu_last_ns,
+                "gpu_duration_ns": s.gpu_last_ns - g,
                 "compute_ns": s.compute_ns,
                 "exposed_comm_ns": s.exposed_ns,
-                "idle_ns": (s.end_ns - s.start_ns) - s.busy_ns,
+                "idle_ns": (s.gpu_last_ns - g) - s.busy_ns,
+                "work_events": len(ops),
+                "work_ns": sum(op.end_ns - op.start_ns for op in ops),
+                "launch_lag_ns": lag,
+                "steps_behind": lag / duration,
             }
-            for s in listed
-        ],
-        "kernels": dict(sorted(totals["kernel"].items())),
-        "memcpy": dict(sorted(totals["memcpy"].items())),
-    }
+        )
+        prev_end = s.gpu_last_ns
+    return out
