@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.serving.ops import GRAPH_LAUNCH_RE, frame, innermost_ops, names_matching
 from collectors.model import LAUNCH_CATS

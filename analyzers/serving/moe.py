@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
 from collectors.linking import enclosing_parents

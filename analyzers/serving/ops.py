@@ -27,7 +27,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from collectors.linking import innermost_range, launch_mask
 from collectors.model import GPU_WORK_KINDS

@@ -33,10 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers import intervals
 from analyzers.serving.ops import range_owner
@@ -158,27 +158,20 @@ class _Step:
 def _merge(cands: pd.DataFrame, rules: Sequence[PhaseRule]) -> list[_Step]:
     cands = cands.assign(neg=-cands["end_ns"]).sort_values(["pid", "tid", "start_ns", "neg"])
     steps: list[_Step] = []
-    for c in cands.itertuples(index=False):
+    for rec in cands.to_dict("records"):
+        c: dict[Any, Any] = rec
+        member = (int(c["rule"]), c["match"])
+        start, end, pid, tid = (int(c[k]) for k in ("start_ns", "end_ns", "pid", "tid"))
         cur = steps[-1] if steps else None
         if (
             cur is not None
-            and (cur.pid, cur.tid) == (c.pid, c.tid)
-            and cur.start_ns <= c.start_ns
-            and c.end_ns <= cur.end_ns
+            and (cur.pid, cur.tid) == (pid, tid)
+            and cur.start_ns <= start
+            and end <= cur.end_ns
         ):
-            cur.members.append((c.rule, c.match))
+            cur.members.append(member)
             continue
-        steps.append(
-            _Step(
-                str(c.name),
-                int(c.start_ns),
-                int(c.end_ns),
-                int(c.pid),
-                int(c.tid),
-                str(c.clock),
-                [(c.rule, c.match)],
-            )
-        )
+        steps.append(_Step(str(c["name"]), start, end, pid, tid, str(c["clock"]), [member]))
     for step in steps:
         step.members.sort(key=lambda x: x[0])
         first_rule = rules[step.members[0][0]]
