@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.captures import GRAPH_CAPTURE_HELP
 from collectors.errors import UsageError
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ def run_analyze(
     scheduler: str | None = None,
     workers: int | None = None,
     no_cache: bool = False,
+    graph_capture: list[Path] | None = None,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
@@ -109,9 +111,12 @@ def run_analyze(
         UsageError: a bad option, or an option whose module is not available.
     """
     _check_options(hta_version)
+    import dataclasses
+
     from rich.console import Console
 
     from analyzers.options import AnalysisOptions
+    from cli.captures import split_graph_captures
     from reports.console import print_summary
     from reports.summary import write_summary
     from reports.summary.engine import analyze_paths, progress_bar
@@ -121,6 +126,11 @@ def run_analyze(
         raise UsageError(f"--workers must be at least 1, not {workers}")
     options = AnalysisOptions(all_events=all_events, hta_version=hta_version)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    paths, captures, capture_notes = split_graph_captures(paths, graph_capture or ())
+    if captures:
+        inputs = dataclasses.replace(inputs, graph_captures=captures)
+    for line in capture_notes:
+        err.print(f"gpuscope: note: {line}", markup=False)
     with progress_bar(err) as progress:
         result = analyze_paths(
             paths,
@@ -185,6 +195,10 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--workers", metavar="N", help=WORKERS_HELP)
         ] = None,
         no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+        graph_capture: Annotated[
+            list[Path] | None,
+            typer.Option("--graph-capture", metavar="FILE", help=GRAPH_CAPTURE_HELP),
+        ] = None,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -204,4 +218,5 @@ def register(app: typer.Typer) -> None:
             scheduler=scheduler,
             workers=workers,
             no_cache=no_cache,
+            graph_capture=graph_capture,
         )

@@ -39,6 +39,7 @@ PLOTLYJS_MODES = ("inline", "cdn", "none")
 VIEW_TITLES = {
     "kernel": "kernel",
     "op": "op (name and input shapes)",
+    "category": "op category",
     "collective": "collective (type and message size)",
     "annotation": "annotation",
     "step": "step (by index)",
@@ -90,6 +91,7 @@ def _view(v: ViewDiff) -> dict[str, Any]:
         "added_ns": v.added_ns,
         "removed_ns": v.removed_ns,
         "other_ns": v.other_ns,
+        "unattributed_ns": v.unattributed_ns,
         "counts": {s: v.count(s) for s in ("matched", "added", "removed")},
         "entries": [_entry(e, v) for e in v.entries],
     }
@@ -231,6 +233,18 @@ def identity_line(view: Mapping[str, Any]) -> str:
     )
 
 
+def unattributed_line(view: Mapping[str, Any], by: str) -> str:
+    """Of ``other``: the GPU work in no entry, and the rest (not GPU work)."""
+    un = view["unattributed_ns"]
+    share = (
+        f" ({100 * un / view['total_change_ns']:+.1f} % of ΔT)" if view["total_change_ns"] else ""
+    )
+    return (
+        f"of other: GPU work in no {by} entry {_ms(un, True)} ms{share}; the remaining "
+        f"{_ms(view['other_ns'] - un, True)} ms is not GPU work (idle, host time, overlap)"
+    )
+
+
 def entry_label(e: Mapping[str, Any], view: str) -> str:
     """What a row is called: the key, and for steps the ProfilerStep ids."""
     if view == "step" and e["names"]:
@@ -358,6 +372,8 @@ def print_comparison(
     width = max(12, console.width - (100 if wide else 56))
     console.print(view_table(doc, by, top, width=width, wide=wide))
     console.print(Text(identity_line(v)))
+    if v.get("unattributed_ns") is not None:
+        console.print(Text(unattributed_line(v, by)))
 
 
 # ------------------------------------------------------------------------------------ HTML
@@ -608,8 +624,8 @@ def render_section(doc: Mapping[str, Any], by: str = "kernel", plotlyjs: str = "
         sb.append(f'<div class="scroll">{_entries_table(doc, "step")}</div>')
     out.append(section("cmp-steps-section", "Step times", "".join(sb)))
 
-    for view in ("kernel", "op", "collective", "annotation"):
-        if view == by:
+    for view in ("kernel", "op", "category", "collective", "annotation"):
+        if view not in doc["views"] or view == by:
             continue
         vv = doc["views"][view]
         if not vv["available"]:
