@@ -11,12 +11,13 @@ and summarised first).  Heavy modules are imported inside the commands so that
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cli.captures import GRAPH_CAPTURE_HELP
 from cli.inputs import looks_like_summary
 from collectors.errors import InputError, UsageError
 from collectors.rundir import SUMMARY, TRACES
@@ -54,18 +55,29 @@ def _counters(run: Path) -> dict[str, Any]:
     return read_run_counters(counter_files(run))
 
 
-def summarise(paths: list[str], run_dir: Path | None = None) -> dict[str, Any]:
-    """Load traces and build the summary (with the run's NVML counters and metadata)."""
+def summarise(
+    paths: list[str], run_dir: Path | None = None, graph_capture: Sequence[Path] = ()
+) -> dict[str, Any]:
+    """Load traces and build the summary (with the run's NVML counters and metadata, and the
+    graph capture traces of :mod:`cli.captures`)."""
+    import dataclasses
+
+    from cli.captures import split_graph_captures
     from collectors.load import load_traces
     from reports.summary import build_summary
+    from reports.summary.inputs import inputs_from_extras
 
     extras: dict[str, Any] = {}
     if run_dir is not None:
         extras = {"run_dir": str(run_dir), "nvml": _counters(run_dir)}
-    return build_summary(load_traces(paths), extras=extras)
+    paths, captures, _ = split_graph_captures(paths, graph_capture)
+    inputs = dataclasses.replace(inputs_from_extras(extras), graph_captures=captures)
+    return build_summary(load_traces(paths), inputs=inputs)
 
 
-def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
+def resolve_inputs(
+    inputs: list[str], graph_capture: Sequence[Path] = ()
+) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
     """(summary, gate result or None) for the ``report`` inputs."""
     if len(inputs) == 1:
         p = Path(inputs[0])
@@ -75,10 +87,10 @@ def resolve_inputs(inputs: list[str]) -> tuple[Mapping[str, Any], dict[str, Any]
             )
             return read_summary(p / SUMMARY), gate
         if p.is_dir() and (p / TRACES).is_dir():
-            return summarise([str(p / TRACES)], run_dir=p), None
+            return summarise([str(p / TRACES)], p, graph_capture), None
         if looks_like_summary(p):
             return read_summary(p), None
-    return summarise(inputs), None
+    return summarise(inputs, None, graph_capture), None
 
 
 def _check_output(out: Path, force: bool) -> None:
@@ -94,6 +106,7 @@ def run_report(
     plotlyjs: str = "inline",
     gate: Path | None = None,
     force: bool = False,
+    graph_capture: Sequence[Path] = (),
 ) -> Path:
     """The ``report`` command's work; returns the path written.
 
@@ -106,7 +119,7 @@ def run_report(
     if plotlyjs not in PLOTLYJS_MODES:
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
     _check_output(out, force)
-    summary, gate_doc = resolve_inputs(inputs)
+    summary, gate_doc = resolve_inputs(inputs, graph_capture)
     if gate is not None:
         gate_doc = _read_json(gate, "gate result")
     return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc)
@@ -153,9 +166,13 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--gate", metavar="RESULT.json", help=GATE_HELP)
         ] = None,
         force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+        graph_capture: Annotated[
+            list[Path] | None,
+            typer.Option("--graph-capture", metavar="FILE", help=GRAPH_CAPTURE_HELP),
+        ] = None,
     ) -> None:
         """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
-        path = run_report(inputs, out, plotlyjs, gate, force)
+        path = run_report(inputs, out, plotlyjs, gate, force, graph_capture or ())
         typer.echo(f"Wrote {path}")
 
     @app.command("export")
