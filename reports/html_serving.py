@@ -9,7 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reports.html_page import Col, esc, fixed, integer, ms, note, pct, section, short, table
+from reports.html_page import (
+    Col,
+    esc,
+    fixed,
+    integer,
+    ms,
+    no_data,
+    note,
+    pct,
+    section,
+    short,
+    table,
+)
 
 MAX_RANKS = 4
 """Ranks shown (the JSON has them all)."""
@@ -162,9 +174,10 @@ def _rank_html(r: Mapping[str, Any]) -> str:
 
 
 def serving_section(p: Mapping[str, Any]) -> str:
-    """The section (empty when no rank has a serving section)."""
+    """The section (one line when no rank has a serving section)."""
     ranks = p.get("serving") or []
     if not ranks:
-        return ""
-    body = f"<p>{esc(MFU_DEFINITION)}</p>" + "".join(_rank_html(r) for r in ranks)
+        body = no_data("no GPU work: no op categories, serving phases or MFU")
+    else:
+        body = f"<p>{esc(MFU_DEFINITION)}</p>" + "".join(_rank_html(r) for r in ranks)
     return section("serving", "Op categories, graph replays, serving phases and MFU", body)

@@ -31,6 +31,7 @@ SECTIONS = [
     "communication",
     "occupancy",
     "roofline",
+    "serving",
     "counters",
     "heatmap",
     "definitions",
