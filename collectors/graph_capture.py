@@ -153,9 +153,10 @@ def records_stream_capture(path: str | Path) -> bool:
             raw.seek(0)
             f = gzip.GzipFile(fileobj=raw) if gz else raw
             while chunk := f.read(_CHUNK):
-                if CAPTURE_MARK in tail + chunk:
+                window = tail + chunk
+                if CAPTURE_MARK in window:
                     return True
-                tail = chunk[-len(CAPTURE_MARK) :]
+                tail = window[-(len(CAPTURE_MARK) - 1) :]
     except (OSError, EOFError, zlib.error):
         return False
     return False
