@@ -229,3 +229,27 @@ def test_shared_serving_mfu_uses_the_devices_fp16_peak():
     assert total["mfu"] == pytest.approx(
         total["model_flops"] / (total["busy_ns"] / 1e9) / peaks.peak_flops("fp16_tensor")
     )
+
+
+# Qwen3-8B (the model of both SGLang traces; its published config.json): hidden 4096, 36
+# layers, 32 query and 8 KV heads of 128, MLP 12288 (gate, up, down), vocabulary 151936.
+QWEN3_8B_LAYER = 4096 * (4096 + 2 * 8 * 128) + 4096 * 4096 + 3 * 4096 * 12288
+QWEN3_8B_LM_HEAD = 4096 * 151936
+
+
+@pytest.mark.parametrize(
+    ("key", "tokens", "sequences"),
+    [("sglang_prefilldecode", 15360, 15), ("sglang_decode", 32, 32)],
+)
+def test_sglang_model_flops_are_two_flops_per_weight_per_token(key, tokens, sequences):
+    """The modelled FLOPs (every linear layer: ``aten::mm`` calls, eager in prefill, replayed
+    from the decode graph through its capture) equal the hand count 2 × weights × tokens over
+    the 36 layers, plus the LM head for the last token of each sequence (prefill: 15
+    sequences; decode: each of the 32 tokens)."""
+    rel = SERVING[key]
+    t = read_kineto(inference(rel))
+    cap = dict(CAPTURED.values()).get(rel)
+    caps = [Capture(read_kineto(inference(cap)))] if cap else []
+    a = serving_analysis(t, caps)
+    hand = 2 * QWEN3_8B_LAYER * 36 * tokens + 2 * QWEN3_8B_LM_HEAD * sequences
+    assert float(a.kops["flops"].sum()) == pytest.approx(hand, rel=1e-9)
