@@ -170,6 +170,8 @@ def mfu_table(
     default the union of its rows' intervals."""
     keys = np.asarray(keys, dtype=object)
     keep = np.array([k is not None for k in keys], dtype=bool)
+    if not keep.any():
+        return pd.DataFrame(columns=list(MFU_COLUMNS))
     df = rows[keep].assign(_g=keys[keep])
     out = []
     for g, part in df.groupby("_g", sort=True):
@@ -233,6 +235,8 @@ def category_roofs(
     pct_of_roof are None."""
     keys = np.zeros(len(rows), dtype=object) if keys is None else np.asarray(keys, dtype=object)
     keep = np.array([k is not None for k in keys], dtype=bool) & rows["modelled"].to_numpy(bool)
+    if not keep.any():
+        return pd.DataFrame(columns=list(ROOF_COLUMNS))
     df = rows[keep].assign(_g=keys[keep])
     bw = peaks.mem_bw_bytes_per_s if peaks is not None else None
     if peaks is not None and len(df):

@@ -130,12 +130,18 @@ def _candidates(trace: Trace, rules: Sequence[PhaseRule]) -> pd.DataFrame:
     rows = []
     for kinds, clock in ((("user", "nvtx"), "cpu"), (("gpu_user",), "gpu")):
         sel = a[np.asarray(a["kind"].isin(kinds), dtype=bool)]
-        for r in sel.itertuples(index=False):
-            for ri, rx in enumerate(compiled):
-                m = rx.fullmatch(str(r.name))
-                if m:
-                    rows.append((ri, m, str(r.name), r.start_ns, r.end_ns, r.pid, r.tid, clock))
-                    break
+        names = sel["name"].astype(object).to_numpy()
+        first: dict[str, tuple[int, re.Match[str]] | None] = {}  # each distinct name once
+        for n in set(names.tolist()):
+            first[n] = next(
+                ((ri, m) for ri, rx in enumerate(compiled) if (m := rx.fullmatch(str(n)))), None
+            )
+        hit = np.array([first[n] is not None for n in names.tolist()], dtype=bool)
+        cols = [sel[c].to_numpy()[hit] for c in ("start_ns", "end_ns", "pid", "tid")]
+        for n, *vals in zip(names[hit].tolist(), *(c.tolist() for c in cols), strict=True):
+            got = first[n]
+            assert got is not None
+            rows.append((got[0], got[1], str(n), *vals, clock))
         if rows:
             break
     return pd.DataFrame(
@@ -211,7 +217,8 @@ RANGE_COLUMNS = STEP_COLUMNS[: -len(GPU_COLUMNS)]
 def step_ranges(trace: Trace, rules: Sequence[PhaseRule] = PHASE_RULES) -> pd.DataFrame:
     """The serving steps of *trace* without their GPU side: columns :data:`RANGE_COLUMNS`, in
     time order (what graph attribution needs to choose a capture by batch size)."""
-    steps = _merge(_candidates(trace, rules), rules)
+    cands = _candidates(trace, rules)
+    steps = _merge(cands, rules) if len(cands) else []
     steps.sort(key=lambda s: s.start_ns)
     df = pd.DataFrame([s.values for s in steps], columns=list(RANGE_COLUMNS[1:]))
     df.insert(0, "step", np.arange(len(df), dtype=np.int64))

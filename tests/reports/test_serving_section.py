@@ -98,12 +98,13 @@ def test_unknown_values_are_null_and_phases_carry_categories():
 
 def test_console_prints_every_table_and_names_as_plain_text():
     rank = {"rank": 0, "serving": serving_section(_moe_trace(), OPTS, NONE)}
-    assert len(serving_tables(rank)) == 3  # categories, phases, MoE (no graph launches)
+    assert len(serving_tables(rank)) == 4  # categories, phases, MFU, MoE (no graph launches)
     c = Console(record=True, width=220)
     print_serving_section(rank, c)
     out = c.export_text()
-    for title in ("GPU time by op category", "serving phases", "MoE layers"):
+    for title in ("GPU time by op category", "serving phases", "model FLOPs", "MoE layers"):
         assert title in out
+    assert "– (no FLOP model)" in out  # MFU without a modelled op
     assert "[bold]evil::moe[/bold]" in out
 
 
