@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from support import serving_docs, tracelens_compare  # noqa: E402
+from support import serving_docs, tracelens_compare  # type: ignore[import-not-found]  # noqa: E402
 
 DOC = REPO / "docs" / "inference.md"
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n).*?(<!-- end generated -->)", re.S)

@@ -8,9 +8,10 @@ Which files are capture traces, and whose:
   of its folder when that lists it);
 * for every execution trace, the captures ``capture_traces/execution_details.json`` beside it
   lists (:func:`collectors.graph_capture.find_capture_files`);
-* among several inputs, a file an ``execution_details.json`` of its folder lists, or one whose
-  bytes hold a stream capture (:func:`collectors.graph_capture.records_stream_capture`): it is
-  the capture of the others, not a rank of its own (unless every input is one).  A capture
+* among several inputs, a file an ``execution_details.json`` of its folder lists, or (when at
+  most :data:`MAX_SCREENED` files are named) one whose bytes hold a stream capture
+  (:func:`collectors.graph_capture.records_stream_capture`): it is the capture of the others,
+  not a rank of its own (unless every input is one).  A capture
   trace given alone is analysed as a trace; its summary says what it is.
 
 The capture traces are read here, once, and reach the analysis by the rank they claim
@@ -37,12 +38,17 @@ GRAPH_CAPTURE_HELP = (
 )
 
 
-def _is_capture_input(p: Path, several: bool) -> bool:
+MAX_SCREENED = 8
+"""Inputs screened for a stream capture in their bytes: at most this many named files (the
+screen reads each file once more; with more, name the capture traces with --graph-capture)."""
+
+
+def _is_capture_input(p: Path, several: bool, screen: bool) -> bool:
     from collectors.graph_capture import listed_captures, records_stream_capture
 
     if not p.is_file() or not several:
         return False
-    return bool(listed_captures([p])) or records_stream_capture(p)
+    return bool(listed_captures([p])) or (screen and records_stream_capture(p))
 
 
 def split_graph_captures(
@@ -59,7 +65,8 @@ def split_graph_captures(
     from collectors.load import expand_inputs
 
     several = len(paths) > 1
-    named = [raw for raw in paths if _is_capture_input(Path(raw), several)]
+    screen = sum(Path(raw).is_file() for raw in paths) <= MAX_SCREENED
+    named = [raw for raw in paths if _is_capture_input(Path(raw), several, screen)]
     keep = [raw for raw in paths if raw not in named] or list(paths)
     if len(keep) == len(paths):
         named = []
@@ -70,8 +77,8 @@ def split_graph_captures(
     for trace in kineto:
         for cf in find_capture_files(trace):
             files.setdefault(cf.path.resolve(), (cf, f"beside {trace.name}"))
-    for raw in explicit:
-        files[Path(raw).resolve()] = (describe_capture(raw), "--graph-capture")
+    for given in explicit:
+        files[Path(given).resolve()] = (describe_capture(given), "--graph-capture")
     captures: dict[int, list[Capture]] = {}
     notes = []
     for cf, how in files.values():

@@ -64,7 +64,7 @@ def _mfu_row(label: str, m: Mapping[str, Any]) -> dict[str, Any]:
 
 def serving_payload(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per rank with a ``serving`` section (first :data:`MAX_RANKS`): its tables' rows."""
-    out = []
+    out: list[dict[str, Any]] = []
     for r in summary.get("ranks") or []:
         s = r.get("serving")
         if not isinstance(s, Mapping) or len(out) >= MAX_RANKS:

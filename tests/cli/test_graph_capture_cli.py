@@ -12,7 +12,7 @@ from conftest import gpuscope
 from support.serving_data import CAPTURED, SERVING, inference
 
 from cli.analyze import run_analyze
-from cli.captures import split_graph_captures
+from cli.captures import MAX_SCREENED, split_graph_captures
 from cli.report import run_report
 from collectors.errors import InputError
 from collectors.kineto import read_kineto
@@ -112,3 +112,23 @@ def test_report_shows_the_serving_section_with_the_capture(tmp_path):
     assert 'id="serving"' in html
     assert "attributed to capture ops: 100.0 % of the replayed GPU time" in html
     assert "% of MI300X OAM 192 GB fp16_tensor" in html
+
+
+def test_many_named_files_are_not_screened_byte_by_byte(tmp_path, monkeypatch):
+    import collectors.graph_capture as gc
+
+    ex, cap = _paths("sglang_decode")
+    files = [tmp_path / f"r{i}.json.gz" for i in range(MAX_SCREENED)]
+    for f in files:
+        shutil.copy(ex, f)
+    shutil.copy(cap, files[-1])
+    seen = []
+    real = gc.records_stream_capture
+    monkeypatch.setattr(gc, "records_stream_capture", lambda p: seen.append(p) or real(p))
+    keep, _, _ = split_graph_captures([str(f) for f in files])
+    assert keep == [str(f) for f in files[:-1]] and len(seen) == MAX_SCREENED
+    more = tmp_path / "extra.json.gz"
+    shutil.copy(ex, more)
+    seen.clear()
+    keep, _, _ = split_graph_captures([*map(str, files), str(more)])
+    assert len(keep) == MAX_SCREENED + 1 and seen == []  # too many: named with --graph-capture
