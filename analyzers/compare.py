@@ -46,6 +46,8 @@ from analyzers.compare_sides import EVENT_VIEWS, VIEWS, RankSide, Side
 from analyzers.compare_steps import StepDistribution, StepTest, step_distribution, step_test
 
 Mode = Literal["steps", "window", "span"]
+WORK_VIEWS = ("op", "category")
+"""Views whose entries share out the GPU work of the kernel view (their ``unattributed_ns``)."""
 
 FORMAT_NAMES = {"kineto": "Kineto", "nsys": "Nsight Systems", "summary": "a JSON summary"}
 
@@ -285,6 +287,7 @@ def compare(base: Side, current: Side) -> Comparison:
             )
             continue
         parts: list[list[pd.DataFrame]] = [[], []]
+        work = [0, 0]  # GPU work time of the compared part (op/category views share it out)
         for i, (b, c) in enumerate(pairs):
             for k, (side, rs, sel) in enumerate(((base, b, sel_b[i]), (current, c, sel_c[i]))):
                 ev = rs.events[view]
@@ -294,8 +297,19 @@ def compare(base: Side, current: Side) -> Comparison:
                 if view == "kernel" and summary_side:
                     ev = ev[(ev["kind"] == "kernel").to_numpy()]
                 parts[k].append(aggregate_events(sel(ev)))
+                if view in WORK_VIEWS:
+                    work[k] += int(sel(rs.events["kernel"])["dur_ns"].sum())
         entries = match_entries(parts[0], parts[1])
-        views.append(ViewDiff(view, True, tuple(entries), total_change, _view_note(view, entries)))
+        views.append(
+            ViewDiff(
+                view,
+                True,
+                tuple(entries),
+                total_change,
+                _view_note(view, entries),
+                work[1] - work[0] if view in WORK_VIEWS else None,
+            )
+        )
     views.append(_step_view(pairs, mode, total_change, n_of))
     notes += [v.note for v in views if v.view == "kernel" and v.note]
     order = {v: i for i, v in enumerate(VIEWS)}

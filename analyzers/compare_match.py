@@ -85,6 +85,9 @@ class ViewDiff:
     total_change_ns: int
     note: str | None = None
     """One line on what limits this view (unavailable, nothing in common...)."""
+    work_change_ns: int | None = None
+    """For a view whose entries share out GPU work (``op``, ``category``): the change of the
+    compared GPU work time (the kernel view's events); None for the others."""
 
     def _sum(self, status: Status) -> int:
         return sum(e.delta_ns for e in self.entries if e.status == status)
@@ -105,6 +108,14 @@ class ViewDiff:
     def other_ns(self) -> int:
         """ΔT − Σ Δ of every entry (exact)."""
         return self.total_change_ns - sum(e.delta_ns for e in self.entries)
+
+    @property
+    def unattributed_ns(self) -> int | None:
+        """Of :attr:`other_ns`, the GPU work in no entry (work change − Σ Δ); the rest of
+        ``other`` is not GPU work (idle, host time, overlap).  None without a work change."""
+        if self.work_change_ns is None:
+            return None
+        return self.work_change_ns - sum(e.delta_ns for e in self.entries)
 
     def share_pct(self, delta_ns: int) -> float | None:
         """100 · delta / ΔT; None when ΔT = 0."""

@@ -20,8 +20,11 @@ A side is built from traces (:func:`side_from_traces`) or from a JSON summary
     op          the same GPU events, each given to the ``cpu_op`` whose      as kernel
                 ``external_id`` equals the launching runtime call's (else
                 the innermost ``cpu_op`` around the launch on its thread;
-                ``ProfilerStep#*`` excluded); key = op name +
+                ``ProfilerStep#*`` excluded; a graph replay: its capture
+                op, :mod:`analyzers.compare_category`); key = op name +
                 ``input_dims``; counted per op call
+    category    the same GPU events; key = op category                       as kernel
+                (:mod:`analyzers.compare_category`)
     collective  collectives-table rows whose first GPU row is in the     launch, else GPU
                 window; key = collective + ``message_bytes``; time =          start
                 ``duration_ns``
@@ -50,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.collectives import collectives_table
+from analyzers.compare_category import EVENT_COLUMNS
 from analyzers.kernel_summary import UNNAMED
 from analyzers.name_normalize import normalize_kernel_name
 from analyzers.options import AnalysisOptions
@@ -58,15 +62,15 @@ from collectors.linking import innermost_range, launching_calls
 from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
+    from analyzers.serving.graphs import Capture
     from collectors.model import Trace
     from collectors.summary.schema import RankEntry, Summary
 
-VIEWS = ("kernel", "op", "collective", "annotation", "step")
+VIEWS = ("kernel", "op", "category", "collective", "annotation", "step")
 """The views of a comparison, in display order (``--by``)."""
 EVENT_VIEWS = VIEWS[:-1]
 """Views built from event tables (the step view is built from the steps)."""
 ANNOTATION_KINDS = ("user", "gpu_user", "nvtx")
-EVENT_COLUMNS = ("key", "name", "kind", "dur_ns", "t_ns", "call")
 STEP_COLUMNS = ("step", "start_ns", "end_ns", "duration_ns")
 AGG_COLUMNS = ("key", "name", "count", "total_ns")
 
@@ -163,7 +167,11 @@ def _prefix_mask(col: pd.Series, prefix: str) -> np.ndarray:
 
 
 def _op_view(
-    trace: Trace, acts: pd.DataFrame, t: np.ndarray, launch: dict[str, np.ndarray]
+    trace: Trace,
+    acts: pd.DataFrame,
+    t: np.ndarray,
+    launch: dict[str, np.ndarray],
+    rows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     h = trace.host
     is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool)
@@ -187,13 +195,20 @@ def _op_view(
             (launch["pid"][miss], launch["tid"][miss]),
         )
     keep = op >= 0
+    if rows is not None:  # graph replays: their capture op (analyzers.compare_category)
+        keep &= (rows["via"] != "capture").to_numpy()
     op = op[keep]
     op_names = _names(ops["name"])[op]
     dims = ops["input_dims"].to_numpy()[op]
     dims = np.array([d if isinstance(d, str) and d else "" for d in dims], dtype=object)
     keys = np.array([f"{n} {d}" if d else n for n, d in zip(op_names, dims, strict=True)], object)
     dur = (acts["end_ns"].to_numpy() - acts["start_ns"].to_numpy())[keep]
-    return _events(keys, op_names, acts["kind"].astype(object).to_numpy()[keep], dur, t[keep], op)
+    ev = _events(keys, op_names, acts["kind"].astype(object).to_numpy()[keep], dur, t[keep], op)
+    if rows is None:
+        return ev
+    from analyzers.compare_category import graph_op_events
+
+    return pd.concat([ev, graph_op_events(rows, acts, t, len(ops))], ignore_index=True)
 
 
 def size_label(n: int) -> str:
@@ -239,8 +254,14 @@ def _annotation_view(trace: Trace, lo: int | None, hi: int | None) -> pd.DataFra
     return _events(keys, names, kind, dur, a["start_ns"].to_numpy())
 
 
-def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> RankSide:
-    """The :class:`RankSide` of one rank's trace (module docstring)."""
+def rank_from_trace(
+    trace: Trace,
+    options: AnalysisOptions | None = None,
+    captures: Sequence[Trace | Capture] = (),
+) -> RankSide:
+    """The :class:`RankSide` of one rank's trace (module docstring); graph replays attributed
+    through *captures* (the capture traces of its rank)."""
+    from analyzers.compare_category import category_events, serving_rows
     from analyzers.steps import placement, step_breakdown
     from analyzers.temporal import temporal_breakdown
     from analyzers.window import gpu_events, window
@@ -262,9 +283,11 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
     )
     w = window(trace, options)
     lo, hi = (w.start_ns, w.end_ns) if w.filtered else (None, None)
+    rows = serving_rows(trace, acts, captures)
     events = {
         "kernel": kernel,
-        "op": _op_view(trace, acts, t, launch),
+        "op": _op_view(trace, acts, t, launch, rows),
+        "category": category_events(rows, acts, t),
         "collective": _collective_view(trace, g.index),
         "annotation": _annotation_view(trace, lo, hi),
     }
@@ -272,9 +295,13 @@ def rank_from_trace(trace: Trace, options: AnalysisOptions | None = None) -> Ran
 
 
 def side_from_traces(
-    traces: Sequence[Trace], label: str, options: AnalysisOptions | None = None
+    traces: Sequence[Trace],
+    label: str,
+    options: AnalysisOptions | None = None,
+    captures: Mapping[int, Sequence[Trace | Capture]] | None = None,
 ) -> Side:
-    """A side made of *traces* (one per rank).
+    """A side made of *traces* (one per rank); *captures*: the graph capture traces by the
+    rank they claim.
 
     Raises:
         InputError: no trace, or two traces of one rank.
@@ -286,7 +313,11 @@ def side_from_traces(
     if dup:
         raise InputError(f"several traces claim rank {dup[0]}", path=label)
     formats = tuple(sorted({t.meta.source_format for t in traces}))
-    sides = tuple(rank_from_trace(t, options) for t in sorted(traces, key=lambda t: t.rank))
+    caps = captures or {}
+    sides = tuple(
+        rank_from_trace(t, options, tuple(caps.get(t.rank, ())))
+        for t in sorted(traces, key=lambda t: t.rank)
+    )
     return Side(label, "trace", formats, sides)
 
 

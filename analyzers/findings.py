@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from analyzers.findings_record import Finding
+from analyzers.findings_serving import SERVING_RULES
 from analyzers.headline import busy_fraction, gpu_busy_card, rank_step_rows
 from collectors.summary.schema import OccupancyFlag, RankEntry, RooflinePoint, Summary
 
@@ -41,18 +43,6 @@ ROOFLINE_PCT = 50.0
 """An op-roofline point below this % of its attainable FLOP/s ..."""
 ROOFLINE_TIME_SHARE = 0.20
 """... is a finding when it takes at least this share of its rank's GPU time."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem: which rule, the measured figure, its threshold and its impact."""
-
-    id: str
-    value: float
-    """The measured figure the threshold applies to (unit of ``limit``)."""
-    limit: float
-    impact: float
-    """Share of time concerned (0–1), for ordering."""
 
 
 @dataclass(frozen=True)
@@ -345,6 +335,7 @@ RULES: tuple[Callable[[Summary], Finding | None], ...] = (
     low_busbw,
     throttling,
     low_roofline,
+    *SERVING_RULES,
 )
 """Every rule, in tie-break order."""
 

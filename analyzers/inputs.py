@@ -1,9 +1,10 @@
 """Side inputs of an analysis that are not traces, already loaded (frozen and typed).
 
 The CLI (or whoever builds a summary) reads each side input once — an Nsight Compute CSV, a GPU
-peak file, the NVML counters and ``meta.json`` of a run directory — and passes the parsed
-objects here; sections and analyzers never see a path and never read a file.  Every field is
-picklable, so the inputs travel to worker processes and key the per-rank results cache.
+peak file, the NVML counters and ``meta.json`` of a run directory, graph capture traces — and
+passes the parsed objects here; sections and analyzers never see a path and never read a
+file.  Every field is picklable, so the inputs travel to worker processes and key the
+per-rank results cache.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzers.serving.graphs import Capture
     from collectors.ncu_report import NcuReport
     from collectors.peak_table import GpuPeaks, PeakTable
 
@@ -37,3 +39,8 @@ class AnalysisInputs:
     run_meta: Mapping[str, Any] | None = None
     """The parsed ``meta.json`` of a ``gpuscope run`` directory (``collectors.rundir``), or
     None."""
+    graph_captures: Mapping[int, tuple[Capture, ...]] = field(default_factory=dict)
+    """CUDA/HIP-graph capture traces (``--graph-capture FILE``, or TraceLens's
+    ``capture_traces/execution_details.json`` beside a trace), loaded, by the rank they claim:
+    a rank's graph replays are attributed through the captures of its rank
+    (docs/inference.md "Graph attribution")."""

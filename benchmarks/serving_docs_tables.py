@@ -1,6 +1,6 @@
 """Print — or write into docs/inference.md — the generated tables of that page: graph
 attribution coverage, category and phase rules, gpuscope vs TraceLens on every shared trace with
-a TraceLens category summary, the shared serving steps.
+a TraceLens category summary, the shared serving steps, MFU on the shared serving traces.
 
 Usage: ``PYTHONPATH=$PWD python benchmarks/serving_docs_tables.py [--update] [SHARED_DATA]``
 (default ``../shared/data``).  ``--update`` rewrites each block between
@@ -33,6 +33,7 @@ def tables(tracelens: Path) -> dict[str, str]:
         "phase_rules_table": serving_docs.phase_rules_table(),
         "phase_results_table": serving_docs.phase_results_table(tracelens),
         "moe_roles_table": serving_docs.moe_roles_table(),
+        "mfu_results_table": serving_docs.mfu_results_table(tracelens),
     }
 
 

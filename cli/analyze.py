@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.captures import GRAPH_CAPTURE_HELP
 from cli.outputs import ForceOpt
 from collectors.errors import UsageError
 from reports.output import check_outputs
@@ -110,6 +111,7 @@ def run_analyze(
     no_cache: bool = False,
     force: bool = False,
     include_prelaunched: bool = False,
+    graph_capture: list[Path] | None = None,
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the summary dict.
 
@@ -120,9 +122,12 @@ def run_analyze(
     """
     _check_options(hta_version)
     check_outputs([json_out, html], force=force)
+    import dataclasses
+
     from rich.console import Console
 
     from analyzers.options import AnalysisOptions
+    from cli.captures import split_graph_captures
     from reports.console import print_summary
     from reports.summary import write_summary
     from reports.summary.engine import analyze_paths, progress_bar
@@ -134,6 +139,11 @@ def run_analyze(
         all_events=all_events, hta_version=hta_version, include_prelaunched=include_prelaunched
     )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    paths, captures, capture_notes = split_graph_captures(paths, graph_capture or ())
+    if captures:
+        inputs = dataclasses.replace(inputs, graph_captures=captures)
+    for line in capture_notes:
+        err.print(f"gpuscope: note: {line}", markup=False)
     with progress_bar(err) as progress:
         result = analyze_paths(
             paths,
@@ -203,6 +213,10 @@ def register(app: typer.Typer) -> None:
         include_prelaunched: Annotated[
             bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
         ] = False,
+        graph_capture: Annotated[
+            list[Path] | None,
+            typer.Option("--graph-capture", metavar="FILE", help=GRAPH_CAPTURE_HELP),
+        ] = None,
     ) -> None:
         """Analyse traces: kernel summary, GPU time breakdown, communication overlap, steps.
 
@@ -224,4 +238,5 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             force=force,
             include_prelaunched=include_prelaunched,
+            graph_capture=graph_capture,
         )

@@ -9,18 +9,20 @@ BASE and CURRENT are each a trace file, a directory of per-rank traces, a run di
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cli.captures import GRAPH_CAPTURE_HELP
 from cli.inputs import looks_like_summary
 from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
 from collectors.rundir import SUMMARY, TRACES
 from reports.output import check_outputs
 
-VIEWS = ("kernel", "op", "collective", "annotation", "step")
+VIEWS = ("kernel", "op", "category", "collective", "annotation", "step")
 PLOTLYJS = ("inline", "cdn")
 
 SIDE_HELP = (
@@ -31,7 +33,8 @@ SIDE_HELP = (
 JSON_HELP = "Write the comparison as JSON (times in integer ns; docs/compare.md) to FILE."
 HTML_HELP = "Write a self-contained HTML page (waterfall of contributions, top kernels) to FILE."
 BY_HELP = (
-    "Which view to print and draw: kernel (normalised name), op (name and input shapes), "
+    "Which view to print and draw: kernel (normalised name), op (name and input shapes; a "
+    "graph replay: its capture op), category (op category: GEMM, attention, MoE, ...), "
     "collective (type and message size), annotation (NVTX/user range name) or step (by index)."
 )
 ALL_EVENTS_HELP = (
@@ -45,16 +48,27 @@ PRELAUNCHED_HELP = (
 )
 TOP_HELP = "Entries printed in the console table (the JSON and HTML have more)."
 PLOTLYJS_HELP = "inline (default; plotly.js embedded once, opens offline) or cdn."
+COMPARE_CAPTURE_HELP = (
+    GRAPH_CAPTURE_HELP + "  Given to both sides: each side's replays take the captured graphs "
+    "that align with them."
+)
 
 
-def load_side(raw: str, all_events: bool, include_prelaunched: bool = False) -> Any:
-    """The :class:`analyzers.compare_sides.Side` of one argument.
+def load_side(
+    raw: str,
+    all_events: bool,
+    include_prelaunched: bool = False,
+    graph_capture: Sequence[Path] = (),
+) -> Any:
+    """The :class:`analyzers.compare_sides.Side` of one argument (graph replays attributed
+    through its capture traces: *graph_capture* and those beside it, :mod:`cli.captures`).
 
     Raises:
         InputError: missing, unreadable or corrupt input (the message names the file).
     """
     from analyzers.compare_sides import side_from_summary, side_from_traces
     from analyzers.options import AnalysisOptions
+    from cli.captures import split_graph_captures
     from collectors.load import load_traces
     from collectors.summary.reader import read_summary
 
@@ -73,7 +87,8 @@ def load_side(raw: str, all_events: bool, include_prelaunched: bool = False) -> 
     if summary is not None:
         return side_from_summary(read_summary(summary), str(p))
     options = AnalysisOptions(all_events=all_events, include_prelaunched=include_prelaunched)
-    return side_from_traces(load_traces([traces]), str(p), options)
+    keep, captures, _ = split_graph_captures([str(traces)], graph_capture)
+    return side_from_traces(load_traces(keep), str(p), options, captures)
 
 
 def run_compare(
@@ -87,6 +102,7 @@ def run_compare(
     plotlyjs: str = "inline",
     force: bool = False,
     include_prelaunched: bool = False,
+    graph_capture: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """The command's work, callable from Python; returns the JSON document.
 
@@ -108,8 +124,8 @@ def run_compare(
     from reports.compare_report import comparison_to_dict, print_comparison, write_html, write_json
 
     sides = (
-        load_side(base, all_events, include_prelaunched),
-        load_side(current, all_events, include_prelaunched),
+        load_side(base, all_events, include_prelaunched, graph_capture),
+        load_side(current, all_events, include_prelaunched, graph_capture),
     )
     result = compare(*sides)
     if all_events:
@@ -147,7 +163,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HTML_HELP)] = None,
         by: Annotated[
-            str, typer.Option("--by", metavar="kernel|op|collective|annotation|step", help=BY_HELP)
+            str,
+            typer.Option(
+                "--by", metavar="kernel|op|category|collective|annotation|step", help=BY_HELP
+            ),
         ] = "kernel",
         all_events: Annotated[bool, typer.Option("--all-events", help=ALL_EVENTS_HELP)] = False,
         top: Annotated[int, typer.Option("--top", metavar="N", help=TOP_HELP)] = 20,
@@ -158,6 +177,10 @@ def register(app: typer.Typer) -> None:
         include_prelaunched: Annotated[
             bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
         ] = False,
+        graph_capture: Annotated[
+            list[Path] | None,
+            typer.Option("--graph-capture", metavar="FILE", help=COMPARE_CAPTURE_HELP),
+        ] = None,
     ) -> None:
         """Compare two runs: what got slower, by kernel, op, collective, annotation or step.
 
@@ -177,4 +200,5 @@ def register(app: typer.Typer) -> None:
             plotlyjs,
             force,
             include_prelaunched,
+            graph_capture or (),
         )

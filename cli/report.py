@@ -11,12 +11,13 @@ and summarised first).  Heavy modules are imported inside the commands so that
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cli.captures import GRAPH_CAPTURE_HELP
 from cli.inputs import looks_like_summary
 from cli.outputs import ForceOpt
 from collectors.errors import InputError, UsageError
@@ -62,22 +63,32 @@ def _counters(run: Path) -> dict[str, Any]:
 
 
 def summarise(
-    paths: list[str], run_dir: Path | None = None, include_prelaunched: bool = False
+    paths: list[str],
+    run_dir: Path | None = None,
+    include_prelaunched: bool = False,
+    graph_capture: Sequence[Path] = (),
 ) -> dict[str, Any]:
-    """Load traces and build the summary (with the run's NVML counters and metadata)."""
+    """Load traces and build the summary (with the run's NVML counters and metadata, and the
+    graph capture traces of :mod:`cli.captures`)."""
+    import dataclasses
+
     from analyzers.options import AnalysisOptions
+    from cli.captures import split_graph_captures
     from collectors.load import load_traces
     from reports.summary import build_summary
+    from reports.summary.inputs import inputs_from_extras
 
     extras: dict[str, Any] = {}
     if run_dir is not None:
         extras = {"run_dir": str(run_dir), "nvml": _counters(run_dir)}
     options = AnalysisOptions(include_prelaunched=include_prelaunched)
-    return build_summary(load_traces(paths), options, extras=extras)
+    paths, captures, _ = split_graph_captures(paths, graph_capture)
+    inputs = dataclasses.replace(inputs_from_extras(extras), graph_captures=captures)
+    return build_summary(load_traces(paths), options, inputs=inputs)
 
 
 def resolve_inputs(
-    inputs: list[str], include_prelaunched: bool = False
+    inputs: list[str], include_prelaunched: bool = False, graph_capture: Sequence[Path] = ()
 ) -> tuple[Mapping[str, Any], dict[str, Any] | None]:
     """(summary, gate result or None) for the ``report`` inputs."""
     pre = include_prelaunched
@@ -89,10 +100,10 @@ def resolve_inputs(
             )
             return read_summary(p / SUMMARY), gate
         if p.is_dir() and (p / TRACES).is_dir():
-            return summarise([str(p / TRACES)], run_dir=p, include_prelaunched=pre), None
+            return summarise([str(p / TRACES)], p, pre, graph_capture), None
         if looks_like_summary(p):
             return read_summary(p), None
-    return summarise(inputs, include_prelaunched=pre), None
+    return summarise(inputs, None, pre, graph_capture), None
 
 
 def run_report(
@@ -102,6 +113,7 @@ def run_report(
     gate: Path | None = None,
     force: bool = False,
     include_prelaunched: bool = False,
+    graph_capture: Sequence[Path] = (),
 ) -> Path:
     """The ``report`` command's work; returns the path written.
 
@@ -114,7 +126,7 @@ def run_report(
     if plotlyjs not in PLOTLYJS_MODES:
         raise UsageError(f"--plotlyjs must be one of {', '.join(PLOTLYJS_MODES)}, not {plotlyjs!r}")
     check_output(out, force=force)
-    summary, gate_doc = resolve_inputs(inputs, include_prelaunched)
+    summary, gate_doc = resolve_inputs(inputs, include_prelaunched, graph_capture)
     if gate is not None:
         gate_doc = _read_json(gate, "gate result")
     return write_report(summary, out, plotlyjs=plotlyjs, gate=gate_doc, force=force)
@@ -164,9 +176,15 @@ def register(app: typer.Typer) -> None:
         include_prelaunched: Annotated[
             bool, typer.Option("--include-prelaunched", help=PRELAUNCHED_HELP)
         ] = False,
+        graph_capture: Annotated[
+            list[Path] | None,
+            typer.Option("--graph-capture", metavar="FILE", help=GRAPH_CAPTURE_HELP),
+        ] = None,
     ) -> None:
         """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
-        path = run_report(inputs, out, plotlyjs, gate, force, include_prelaunched)
+        path = run_report(
+            inputs, out, plotlyjs, gate, force, include_prelaunched, graph_capture or ()
+        )
         typer.echo(f"Wrote {path}")
 
     @app.command("export")

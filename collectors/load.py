@@ -8,6 +8,10 @@ Dispatch is by content where cheap (SQLite magic bytes) and by suffix otherwise:
 * ``*.nsys-rep`` → exported to SQLite with ``nsys`` when it is on PATH (:mod:`collectors.nsys`);
 * a ``gpuscope run`` directory (``meta.json`` + ``traces/``, :mod:`collectors.rundir`) → its
   ``traces/`` folder.
+
+In a directory, the CUDA-graph capture traces listed by an ``execution_details.json``
+(TraceLens's ``capture_traces/`` layout, :mod:`collectors.graph_capture`) are not traces of
+their own (unless they are all the directory holds): they are the captures of the trace beside.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collectors.errors import InputError
+from collectors.graph_capture import without_captures
 from collectors.model import Trace
 from collectors.rundir import TRACES, is_run_dir
 
@@ -65,7 +70,8 @@ def expand_inputs(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], 
             done = {q.name[: -len(".sqlite")] for q in sqlite_here}
             reps += [q for q in reps_here if q.name[: -len(".nsys-rep")] not in done]
             sqlite += sqlite_here
-            kineto += [q for q in found if q.name.endswith((".json", ".json.gz"))]
+            jsons = [q for q in found if q.name.endswith((".json", ".json.gz"))]
+            kineto += without_captures(jsons)  # captures are found beside their trace
         elif p.name.endswith(".nsys-rep"):
             reps.append(p)
         elif p.suffix in (".sqlite", ".db") or is_sqlite(p):

@@ -81,6 +81,18 @@ def identity_line(view: Mapping[str, Any]) -> str:
     )
 
 
+def unattributed_line(view: Mapping[str, Any], by: str) -> str:
+    """Of ``other``: the GPU work in no entry, and the rest (not GPU work)."""
+    un = view["unattributed_ns"]
+    share = (
+        f" ({100 * un / view['total_change_ns']:+.1f} % of ΔT)" if view["total_change_ns"] else ""
+    )
+    return (
+        f"of other: GPU work in no {by} entry {_ms(un, True)} ms{share}; the remaining "
+        f"{_ms(view['other_ns'] - un, True)} ms is not GPU work (idle, host time, overlap)"
+    )
+
+
 def entry_label(e: Mapping[str, Any], view: str) -> str:
     """What a row is called: the key, and for steps the ProfilerStep ids."""
     if view == "step" and e["names"]:
@@ -208,3 +220,5 @@ def print_comparison(
     width = max(12, console.width - (100 if wide else 56))
     console.print(view_table(doc, by, top, width=width, wide=wide))
     console.print(Text(identity_line(v)))
+    if v.get("unattributed_ns") is not None:
+        console.print(Text(unattributed_line(v, by)))

@@ -265,8 +265,8 @@ def render_section(doc: Mapping[str, Any], by: str = "kernel", plotlyjs: str = "
         sb.append(f'<div class="scroll">{_entries_table(doc, "step")}</div>')
     out.append(section("cmp-steps-section", "Step times", "".join(sb)))
 
-    for view in ("kernel", "op", "collective", "annotation"):
-        if view == by:
+    for view in ("kernel", "op", "category", "collective", "annotation"):
+        if view not in doc["views"] or view == by:
             continue
         vv = doc["views"][view]
         if not vv["available"]:

@@ -16,6 +16,7 @@ SCHEMA_VERSION = 1
 VIEW_TITLES = {
     "kernel": "kernel",
     "op": "op (name and input shapes)",
+    "category": "op category",
     "collective": "collective (type and message size)",
     "annotation": "annotation",
     "step": "step (by index)",
@@ -64,6 +65,7 @@ def _view(v: ViewDiff) -> dict[str, Any]:
         "added_ns": v.added_ns,
         "removed_ns": v.removed_ns,
         "other_ns": v.other_ns,
+        "unattributed_ns": v.unattributed_ns,
         "counts": {s: v.count(s) for s in ("matched", "added", "removed")},
         "entries": [_entry(e, v) for e in v.entries],
     }

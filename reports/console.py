@@ -16,6 +16,7 @@ from rich.text import Text
 from reports import fmt
 from reports.comm_console import print_comm_sections
 from reports.efficiency_console import print_efficiency_sections
+from reports.serving_console import print_serving_section
 from reports.wait_console import print_wait_sections
 
 TOP_KERNELS = 15
@@ -29,6 +30,7 @@ RANK_RENDERERS: tuple[RankRenderer, ...] = (
     print_wait_sections,
     print_comm_sections,
     print_efficiency_sections,
+    print_serving_section,
 )
 """Later features' per-rank console tables, called as ``fn(rank_dict, console)`` after the
 foundation's tables of each detailed rank (one line each)."""

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from analyzers import findings as rules
+from analyzers import findings_serving as serving
 from collectors.summary.schema import Summary
 
 MAX_FINDINGS = rules.MAX_FINDINGS
@@ -172,6 +173,70 @@ def _low_roofline(f: rules.LowRoofline) -> Finding:
     )
 
 
+def _category(c: serving.CategoryShare) -> str:
+    out = f"{c.category} {_pct(100 * c.share)}"
+    if c.pct_of_roof is None:
+        return out + (" (no FLOP model)" if c.modelled_share == 0 else "")
+    cover = "" if c.modelled_share >= 0.995 else f"{_pct(100 * c.modelled_share)} of it modelled, "
+    head = f", headroom {_ms(c.headroom_ns)}" if c.headroom_ns is not None else ""
+    return f"{out} ({cover}at {_pct(c.pct_of_roof)} of its roof{head})"
+
+
+def _dominant_category(f: serving.DominantCategory) -> Finding:
+    where = f"phase {f.phase}" if f.phase is not None else "all GPU work"
+    ev = (
+        f"rank {f.rank}, {where} (GPU busy {_pct(100 * f.busy_fraction)} of its span, "
+        f"{_ms(f.gpu_work_ns)} of GPU work): " + "; ".join(_category(c) for c in f.top)
+    )
+    m = f.mfu or {}
+    if m.get("mfu") is not None:
+        ev += (
+            f"; MFU {_pct(100 * m['mfu'])} of {m['peak']} {m['dtype']} over the "
+            f"{_pct(100 * float(m.get('coverage') or 0))} of GPU time with a FLOP model"
+        )
+    top = f.top[0].category
+    advice = {
+        "MoE": "check the expert GEMMs' batch per expert (tokens × top-k / experts) and the "
+        "routing/permute kernels around them; a fused MoE kernel (fused_moe, aiter, "
+        "triton_kernels matmul_ogs) tuned for this shape, or expert parallelism, moves the roof",
+        "attention": "use a fused attention kernel for the phase (flash/paged decode "
+        "attention), and check the KV-cache layout and block size",
+        "GEMM": "compare the GEMMs' TFLOP/s with the dtype's peak (op roofline table): tune "
+        "shapes (multiples of 64/128), use a lower precision (FP8) or a tuned GEMM library",
+    }.get(
+        top,
+        "memory-bound categories gain from fusion (torch.compile, fused kernels); look at the "
+        "category's top kernels in the kernel table",
+    )
+    return _text(
+        f,
+        f"GPU-bound work is dominated by {top} kernels",
+        ev,
+        f"GPU busy ≥ {_pct(100 * serving.GPU_BOUND_BUSY)} of the span and one op category ≥ "
+        f"{_pct(f.limit)} of its GPU work time",
+        advice,
+    )
+
+
+def _unattributed_graphs(f: serving.UnattributedGraphs) -> Finding:
+    why = (
+        "no capture trace was given"
+        if f.method == "kernel-name"
+        else "their kernels did not align with the capture trace's graphs"
+    )
+    return _text(
+        f,
+        "Graph-replayed kernels have no op: categories and FLOPs by kernel name only",
+        f"rank {f.rank}: {_ms(f.unattributed_ns)} of {_ms(f.graph_ns)} replayed by "
+        f"{f.launches} CUDA/HIP graph launches ({_pct(f.value)} of the GPU work time) have no "
+        f"capture op ({why})",
+        f"graph-replayed work without a capture op ≥ {_pct(f.limit)} of GPU work time",
+        "pass the trace recorded while the graphs were captured with --graph-capture FILE (or "
+        "keep TraceLens's capture_traces/execution_details.json beside the trace): the replayed "
+        "kernels then get their ops, shapes, categories and FLOPs",
+    )
+
+
 _WORDS: dict[type, Callable[[Any], Finding]] = {
     rules.ExposedComm: _exposed_comm,
     rules.HostBound: _host_bound,
@@ -181,6 +246,8 @@ _WORDS: dict[type, Callable[[Any], Finding]] = {
     rules.LowBusbw: _low_busbw,
     rules.Throttling: _throttling,
     rules.LowRoofline: _low_roofline,
+    serving.DominantCategory: _dominant_category,
+    serving.UnattributedGraphs: _unattributed_graphs,
 }
 
 
@@ -210,6 +277,8 @@ skew = _rule(rules.skew)
 low_busbw = _rule(rules.low_busbw)
 throttling = _rule(rules.throttling)
 low_roofline = _rule(rules.low_roofline)
+dominant_category = _rule(serving.dominant_category)
+unattributed_graphs = _rule(serving.unattributed_graphs)
 
 
 def findings(summary: Summary) -> list[dict[str, Any]]:

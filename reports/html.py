@@ -19,6 +19,7 @@ from reports import html_sections as sec
 from reports import html_tables as tab
 from reports.html_page import page, script_json
 from reports.html_payload import build_payload
+from reports.html_serving import serving_section
 from reports.output import write_atomic
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def render_report(
             tab.comm_section(p, frags),
             tab.occupancy_section(p, frags),
             tab.roofline_section(p, frags),
+            serving_section(p),
             sec.counters_section(p, frags),
             sec.heatmap_section(p, frags),
             sec.definitions_section(sec.shown_definitions(p)),

@@ -18,6 +18,7 @@ from analyzers.stats import median
 from reports import html_series
 from reports.findings import findings
 from reports.html_metrics import Summary, collective_rows, num, ranks
+from reports.html_serving import serving_payload
 
 TOP_KERNELS = 50
 TOP_OCCUPANCY = 20
@@ -394,4 +395,5 @@ def build_payload(summary: Summary, gate: Mapping[str, Any] | None = None) -> di
         "roofline": roofline(summary),
         "counters": html_series.counters(summary),
         "heatmap": html_series.heatmap(summary),
+        "serving": serving_payload(summary),
     }

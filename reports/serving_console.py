@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console, JustifyMethod
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -42,23 +42,68 @@ def categories_table(rank: Mapping[str, Any]) -> Table | None:
     if not s or not s.get("categories"):
         return None
     total = s.get("gpu_work_ns") or 0
-    via = s.get("attribution_ns") or {}
+    via = s.get("attribution_ns_by_source") or {}
     with_op = (via.get("op", 0) + via.get("capture", 0)) / total if total else None
     t = Table(
         title=f"Rank {rank['rank']}: GPU time by op category "
         f"({_pct(with_op)} % of it with a launching op)",
         title_justify="left",
     )
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("category", "left"),
-        ("kernels", "right"),
-        ("ms", "right"),
-        ("%", "right"),
-    )
-    for c, j in columns:
-        t.add_column(c, justify=j)
+    cols = ("category", "kernels", "ms", "%", "modelled %", "% of roof")
+    for c in cols:
+        t.add_column(c, justify="left" if c == "category" else "right")
     for r in s["categories"]:
-        t.add_row(r["category"], f"{r['kernels']:,}", _ms(r["time_ns"]), _pct(r["share"]))
+        mod = r.get("modelled_ns")
+        t.add_row(
+            r["category"],
+            f"{r['kernels']:,}",
+            _ms(r["time_ns"]),
+            _pct(r["share"]),
+            _pct(mod / r["time_ns"] if mod is not None and r["time_ns"] else None),
+            _num(r.get("pct_of_roof"), 1),
+        )
+    return t
+
+
+def mfu_label(m: Mapping[str, Any] | None) -> str:
+    """``12.3 % of MI300X OAM 192 GB fp16_tensor`` (the peak and dtype beside every MFU), or
+    why there is none."""
+    if not m or m.get("mfu") is None:
+        if m and m.get("dtype") and not m.get("peak"):
+            return f"– (no {m['dtype']} peak for this device)"
+        return "– (no FLOP model)" if m and not m.get("model_flops") else fmt.MISSING
+    return f"{100 * m['mfu']:.1f} % of {m['peak']} {m['dtype']}"
+
+
+def mfu_table(rank: Mapping[str, Any]) -> Table | None:
+    """MFU per serving phase and of the rank: model FLOPs over GPU busy time against the
+    device's dense peak for the dtype, with its coverage and exactness."""
+    s = _section(rank)
+    if not s or not s.get("mfu"):
+        return None
+    t = Table(
+        title=f"Rank {rank['rank']}: model FLOPs utilisation (MFU; coverage = share of GPU time "
+        "with a FLOP model)",
+        title_justify="left",
+    )
+    cols = ("of", "GPU busy ms", "model TFLOP", "TFLOP/s", "MFU (peak, dtype)", "HFU %")
+    for c in (*cols, "coverage %", "exact %"):
+        t.add_column(c, justify="left" if c in ("of", "MFU (peak, dtype)") else "right")
+    rows = [(f"phase {p['phase']}", p.get("mfu")) for p in s.get("phases", [])]
+    for label, m in [*rows, ("all GPU work", s["mfu"])]:
+        if not m:
+            continue
+        rate = m.get("achieved_flops_per_s")
+        t.add_row(
+            label,
+            _ms(m["busy_ns"]),
+            _num(m["model_flops"] / 1e12, 3),
+            _num(rate / 1e12 if rate is not None else None, 1),
+            Text(mfu_label(m)),
+            _pct(m.get("hfu")),
+            _pct(m.get("coverage")),
+            _pct(m.get("exact_share")),
+        )
     return t
 
 
@@ -157,7 +202,7 @@ def moe_table(rank: Mapping[str, Any]) -> Table | None:
 
 def serving_tables(rank: Mapping[str, Any]) -> list[Table]:
     """Every serving table that has rows, in display order."""
-    tables = (categories_table, graphs_table, phases_table, moe_table)
+    tables = (categories_table, graphs_table, phases_table, mfu_table, moe_table)
     return [tb for tb in (f(rank) for f in tables) if tb is not None]
 
 

@@ -1,12 +1,13 @@
 """Per-rank JSON section ``serving`` (LLM serving and inference; keys defined in
-``docs/inference.md`` "JSON").
+``docs/inference.md`` "JSON"; their types in :class:`collectors.summary.schema.Serving`).
 
-``serving_section(trace, options, extras)`` follows the section convention of
+``serving_section(trace, options, inputs)`` follows the section convention of
 ``reports/summary``: a JSON-ready dict, keys ending ``_ns`` exact integer nanoseconds, shares
-unrounded floats in 0–1, undefined values ``null``.  Capture traces come from
-``extras["graph_captures"]``: a sequence of :class:`~collectors.model.Trace` or
-:class:`~analyzers.serving.graphs.Capture` (for every rank), or a mapping rank → such a
-sequence.
+unrounded floats in 0–1, undefined values ``null``.  Side inputs
+(:class:`analyzers.inputs.AnalysisInputs`): ``graph_captures`` (the capture traces, by the rank
+they claim; a rank uses those of its own rank) and ``gpu_peaks`` (the peak table MFU is
+measured against; the built-in one without).  The analyzers are imported inside the function,
+so that loading the section registry stays cheap.
 """
 
 from __future__ import annotations
@@ -17,65 +18,111 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzers.options import AnalysisOptions
-from analyzers.serving.analysis import ServingAnalysis, serving_analysis
-from analyzers.serving.categories import category_breakdown
-from analyzers.serving.phases import FIELDS
-
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzers.inputs import AnalysisInputs
+    from analyzers.options import AnalysisOptions
+    from analyzers.serving.analysis import ServingAnalysis
     from analyzers.serving.graphs import Capture
     from collectors.model import Trace
 
 VIA = ("op", "capture", "graph", "no-op", "no-launch")
+CATEGORY_KEYS = ("category", "kernels", "time_ns", "share")
+ROOF_KEYS = ("modelled_ns", "model_flops", "roof_ns", "pct_of_roof")
+MFU_KEYS = (
+    "busy_ns",
+    "gpu_ns",
+    "modelled_ns",
+    "coverage",
+    "model_flops",
+    "recomputed_flops",
+    "exact_share",
+    "dtype",
+    "peak",
+    "peak_flops",
+    "achieved_flops_per_s",
+    "mfu",
+    "hfu",
+)
+_FLOATS = frozenset(
+    {"share", "coverage", "exact_share", "model_flops", "recomputed_flops"}
+    | {"pct_of_roof", "peak_flops", "achieved_flops_per_s", "mfu", "hfu"}
+    | {"tokens_per_s", "output_tokens_per_s"}
+    | {"share_of_layer", "share_of_gpu", "share_of_step"}
+)
+"""Keys always written as floats (JSON ``0.0``, not ``0``), so the schema round-trips; every
+``*_ns`` key is written as an integer (rounded to the ns), as everywhere in the summary."""
 
 
-def _py(x: Any) -> Any:
-    """A JSON-ready scalar: numpy → Python, NaN/NA → None."""
+def _py(x: Any, key: str | None = None) -> Any:
+    """A JSON-ready scalar: numpy → Python, NaN/NA → None; :data:`_FLOATS` keys as float."""
     if x is None:
         return None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return None if math.isnan(float(x)) else float(x)
     if isinstance(x, np.bool_):
         return bool(x)
+    if isinstance(x, np.integer):
+        x = int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if math.isnan(x):
+            return None
+    if key in _FLOATS and isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    if key is not None and key.endswith("_ns") and isinstance(x, float):
+        return round(x)
     return x
 
 
 def _records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     cols = list(columns or df.columns)
     return [
-        {c: _py(v) for c, v in zip(cols, row, strict=True)} for row in df[cols].itertuples(False)
+        {c: _py(v, c) for c, v in zip(cols, row, strict=True)}
+        for row in df[cols].itertuples(index=False)
     ]
-
-
-_UNKNOWN_IS_MINUS_ONE = (*FIELDS, "requests", "gpu_start_ns", "gpu_end_ns")
 
 
 def _unknown_to_none(d: dict[str, Any]) -> dict[str, Any]:
     """Annotation fields and a step's GPU start/end are -1 when unknown: null in JSON."""
-    return {k: (None if k in _UNKNOWN_IS_MINUS_ONE and v == -1 else v) for k, v in d.items()}
+    from analyzers.serving.phases import FIELDS
+
+    unknown = (*FIELDS, "requests", "gpu_start_ns", "gpu_end_ns")
+    return {k: (None if k in unknown and v == -1 else v) for k, v in d.items()}
 
 
-def _captures(trace: Trace, extras: Mapping[str, Any]) -> Sequence[Trace | Capture]:
-    caps = extras.get("graph_captures") or ()
-    if isinstance(caps, Mapping):
-        return tuple(caps.get(trace.rank, ()))
-    return tuple(caps)
+def captures_for(trace: Trace, captures: Mapping[int, Sequence[Trace | Capture]]) -> tuple:
+    """The capture traces of *trace*'s rank."""
+    return tuple(captures.get(trace.rank, ()))
 
 
-def _categories(a: ServingAnalysis, by: np.ndarray) -> dict[Any, list[dict[str, Any]]]:
-    """Category breakdown per key of *by* (keys < 0 left out)."""
-    keys = by.astype(object)
-    keys[by < 0] = None
+def _mfu(table: pd.DataFrame) -> dict[Any, dict[str, Any]]:
+    """Per group of an MFU table, its JSON object."""
+    return {_py(r["group"]): {k: r[k] for k in MFU_KEYS} for r in _records(table)}
+
+
+def _categories(
+    a: ServingAnalysis, by: np.ndarray, roofs: pd.DataFrame | None = None
+) -> dict[Any, list[dict[str, Any]]]:
+    """Category breakdown per key of *by* (None left out), with the roof columns of *roofs*
+    (same keys) when given."""
+    from analyzers.serving.categories import category_breakdown
+
     out: dict[Any, list[dict[str, Any]]] = {}
-    if not (by >= 0).any():
+    if not any(k is not None for k in by):
         return out
-    b = category_breakdown(a.kops, keys)
-    for key, part in b.groupby("group", sort=True):
-        out[_py(key)] = _records(part, ("category", "kernels", "time_ns", "share"))
+    b = category_breakdown(a.kops, by)
+    roof: dict[tuple[Any, str], dict[str, Any]] = {}
+    if roofs is not None:
+        roof = {(_py(r["group"]), r["category"]): r for r in _records(roofs)}
+    for key, part in b.groupby("group", sort=False):
+        rows = _records(part, CATEGORY_KEYS)
+        if roofs is not None:
+            for r in rows:
+                got = roof.get((_py(key), r["category"]), {})
+                r.update({k: got.get(k, 0 if k == "modelled_ns" else None) for k in ROOF_KEYS})
+                if r["model_flops"] is None:
+                    r["model_flops"] = 0.0
+        out[_py(key)] = rows
     return out
 
 
@@ -101,39 +148,50 @@ def _graphs(a: ServingAnalysis) -> dict[str, Any]:
         "graphs": len(per_graph),
         "graph_kernel_ns": g.graph_kernel_ns,
         "attributed_ns": g.attributed_ns,
-        "coverage": _py(g.coverage),
+        "coverage": _py(g.coverage, "coverage"),
         "per_graph": per_graph,
     }
 
 
-def serving_section(
-    trace: Trace, options: AnalysisOptions, extras: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The ``serving`` section of one rank (docs/inference.md "JSON")."""
-    a = serving_analysis(trace, _captures(trace, extras))
+def _keys(pos: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    out = np.full(len(pos), None, dtype=object)
+    hit = pos >= 0
+    out[hit] = (values[pos[hit]] if values is not None else pos[hit]).tolist()
+    return out
+
+
+def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
+    """The JSON object of one rank's serving analysis (*match*: the peak look-up,
+    :class:`analyzers.gpu_peaks.PeakMatch`)."""
+    from analyzers import intervals
+    from analyzers.serving.categories import category_breakdown
+
     k = a.kops
     total = int(k["dur_ns"].sum())
+    busy = intervals.total(intervals.merge(k["start_ns"].to_numpy(), k["end_ns"].to_numpy()))
     via = k.groupby("via")["dur_ns"].sum()
-    by_step = _categories(a, a.owner)
+    by_step = _categories(a, _keys(a.owner))
+    step_mfu = _mfu(a.mfu["steps"])
     steps = [
         {
             **_unknown_to_none(r),
             "categories": by_step.get(r["step"], []),
+            "mfu": step_mfu.get(r["step"]),
         }
         for r in _records(a.steps)
     ]
-    by_phase: dict[str, list[dict[str, Any]]] = {}
-    if len(a.steps):
-        owned = a.owner >= 0
-        keys = np.full(len(k), None, dtype=object)
-        keys[owned] = a.steps["phase"].to_numpy()[a.owner[owned]]
-        b = category_breakdown(k, keys)
-        for key, part in b.groupby("group", sort=False):
-            by_phase[str(key)] = _records(part, ("category", "kernels", "time_ns", "share"))
+    phase_of = _keys(a.owner, a.steps["phase"].to_numpy() if len(a.steps) else None)
+    by_phase = _categories(a, phase_of, a.roofs["phases"]) if len(a.steps) else {}
+    phase_mfu = _mfu(a.mfu["phases"])
     phases = [
-        {**_unknown_to_none(r), "categories": by_phase.get(r["phase"], [])}
+        {
+            **_unknown_to_none(r),
+            "categories": by_phase.get(r["phase"], []),
+            "mfu": phase_mfu.get(r["phase"]),
+        }
         for r in _records(a.phases)
     ]
+    pstep_mfu = _mfu(a.mfu["profiler_steps"])
     moe = None
     if len(a.moe["layers"]):
         moe = {
@@ -141,18 +199,51 @@ def serving_section(
             "roles": _records(a.moe["roles"]),
             "steps": _records(a.moe["steps"]) if "steps" in a.moe else [],
         }
+    rank_cats = _categories(a, np.zeros(len(k), dtype=object), a.roofs["total"]).get(0, [])
+    if not len(k):
+        rank_cats = _records(category_breakdown(k), CATEGORY_KEYS)
     return {
         "capture_trace": a.capture_trace,
         "capture": {"graphs": a.capture_regions, "nodes": a.capture_nodes},
         "gpu_work_ns": total,
-        "attribution_ns": {v: int(via.get(v, 0)) for v in VIA},
+        "busy_ns": busy,
+        "attribution_ns_by_source": {v: int(via.get(v, 0)) for v in VIA},
         "graphs": _graphs(a),
-        "categories": _records(category_breakdown(k), ("category", "kernels", "time_ns", "share")),
+        "categories": rank_cats,
+        "peaks": {
+            "name": a.peaks.name if a.peaks is not None else None,
+            "match": getattr(match, "how", None),
+            "missing": getattr(match, "reason", None),
+        },
+        "mfu": _mfu(a.mfu["total"]).get(0),
         "steps": steps,
         "phases": phases,
         "profiler_steps": [
-            {"step": s, "categories": c} for s, c in _categories(a, a.profiler_step).items()
+            {"step": s, "categories": c, "mfu": pstep_mfu.get(s)}
+            for s, c in _categories(a, _keys(a.profiler_step)).items()
         ],
         "moe": moe,
         "notes": list(a.notes),
     }
+
+
+def serving_section(
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> dict[str, Any] | None:
+    """The ``serving`` section of one rank (docs/inference.md "JSON"); None when the trace has
+    no GPU work and records no stream capture."""
+    from analyzers.gpu_peaks import peaks_for_device
+    from analyzers.serving.analysis import serving_analysis
+    from collectors.model import GPU_WORK_KINDS
+    from collectors.peaks import load_peaks
+
+    if not bool(trace.gpu["kind"].isin(GPU_WORK_KINDS).any()):
+        from analyzers.serving.capture import is_capture_trace
+
+        if not is_capture_trace(trace):
+            return None
+    table = inputs.gpu_peaks if inputs.gpu_peaks is not None else load_peaks(None)
+    match = peaks_for_device(table, trace.gpu_device)
+    caps = captures_for(trace, inputs.graph_captures)
+    a = serving_analysis(trace, caps, peaks=match.peaks)
+    return serving_json(a, match)

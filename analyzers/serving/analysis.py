@@ -17,6 +17,7 @@ import pandas as pd
 
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
 from analyzers.serving.categories import categorize
+from analyzers.serving.flops import category_roofs, mfu_table, row_flops
 from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
 from analyzers.serving.moe import moe_view
 from analyzers.serving.ops import kernel_ops, range_owner
@@ -30,6 +31,7 @@ from analyzers.serving.phases import (
 
 if TYPE_CHECKING:
     from collectors.model import Trace
+    from collectors.peaks import GpuPeaks
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class ServingAnalysis:
     capture_nodes: int
     graphs: GraphAttribution
     kops: pd.DataFrame
-    """:func:`~analyzers.serving.ops.kernel_ops` with a ``category`` column."""
+    """:func:`~analyzers.serving.ops.kernel_ops` with a ``category`` column and the model
+    FLOPs of each row (:func:`~analyzers.serving.flops.row_flops`)."""
     steps: pd.DataFrame
     """Serving steps (:func:`~analyzers.serving.phases.serving_steps`)."""
     owner: np.ndarray
@@ -52,6 +55,13 @@ class ServingAnalysis:
     """Per kops row, the ``ProfilerStep#N`` number whose CPU range holds its launching call
     (-1 none)."""
     moe: dict[str, pd.DataFrame]
+    peaks: GpuPeaks | None = None
+    """The device's peak-table entry MFU is measured against (None: unknown device)."""
+    mfu: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """:func:`~analyzers.serving.flops.mfu_table` per ``steps`` (group = step), ``phases``,
+    ``profiler_steps`` and ``total`` (one row, group 0)."""
+    roofs: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """:func:`~analyzers.serving.flops.category_roofs` for ``total`` and per ``phases``."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -72,8 +82,10 @@ def serving_analysis(
     trace: Trace,
     captures: Sequence[Trace | Capture] = (),
     rules: Sequence[PhaseRule] = PHASE_RULES,
+    peaks: GpuPeaks | None = None,
 ) -> ServingAnalysis:
-    """All serving analyses of *trace*, graph replays attributed through *captures*."""
+    """All serving analyses of *trace*, graph replays attributed through *captures*; MFU
+    against *peaks* (the device's entry of the GPU peak table)."""
     cap = is_capture_trace(trace)
     regions = capture_regions(trace) if cap else None
     n_nodes = len(capture_nodes(trace, regions)) if regions is not None else 0
@@ -81,7 +93,22 @@ def serving_analysis(
     graphs = attribute_graphs(trace, captures, ranges)
     kops = kernel_ops(trace, graphs)
     kops["category"] = categorize(kops)
+    kops = row_flops(trace, kops, graphs.captures)
     steps, owner = serving_steps(trace, kops, rules, ranges)
+    pstep = profiler_steps(trace, kops)
+    phase_of = _keys(owner, steps["phase"].to_numpy() if len(steps) else np.zeros(0, object))
+    step_busy = dict(zip(steps["step"].tolist(), steps["busy_ns"].tolist(), strict=True))
+    phase_busy = steps.groupby("phase")["busy_ns"].sum().to_dict() if len(steps) else {}
+    mfu = {
+        "steps": mfu_table(kops, _keys(owner), peaks, step_busy),
+        "phases": mfu_table(kops, phase_of, peaks, phase_busy),
+        "profiler_steps": mfu_table(kops, _keys(pstep), peaks),
+        "total": mfu_table(kops, np.zeros(len(kops), dtype=object), peaks),
+    }
+    roofs = {
+        "total": category_roofs(kops, None, peaks),
+        "phases": category_roofs(kops, phase_of, peaks),
+    }
     notes = list(graphs.notes)
     if cap:
         notes.append(
@@ -98,7 +125,18 @@ def serving_analysis(
         steps=steps,
         owner=owner,
         phases=phase_summary(steps),
-        profiler_step=profiler_steps(trace, kops),
+        profiler_step=pstep,
         moe=moe_view(trace, kops, graphs, steps, owner),
+        peaks=peaks,
+        mfu=mfu,
+        roofs=roofs,
         notes=tuple(notes),
     )
+
+
+def _keys(pos: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    """Per row, its group key: ``values[pos]`` (or *pos* itself), None where *pos* < 0."""
+    out = np.full(len(pos), None, dtype=object)
+    hit = pos >= 0
+    out[hit] = (values[pos[hit]] if values is not None else pos[hit]).tolist()
+    return out

@@ -22,8 +22,8 @@ region's nodes, first that applies:
 
 The better of name-scan and name-group (more kernels aligned) is kept.  Without kernel names a
 launch whose kernel count differs from every region's node count stays unattributed.  The
-kernel names of capture launch calls are Kineto's ``args.kernel``, which the trace model does
-not hold yet: pass them as :attr:`Capture.kernel_names`.
+kernel names of capture launch calls are Kineto's ``args.kernel``: :attr:`Capture.kernel_names`
+when given, else the host column ``launch_kernel`` when the reader provides it.
 
 With several captures that say their batch size (``Capture.batch_size``, ``mode``) and the
 serving steps, a launch only considers the captures of the smallest batch size ≥ its step's
@@ -196,11 +196,38 @@ def _align(
     return (scan, "name-scan") if n_scan >= n_group else (group, "name-group")
 
 
+LAUNCH_KERNEL = "launch_kernel"
+"""Host-table column of the kernel a launch call launched (Kineto ``args.kernel``), when the
+reader provides it."""
+
+
+def launch_kernel_names(trace: Trace) -> dict[int, str] | None:
+    """Correlation → kernel name of the trace's launch calls, from the host column
+    :data:`LAUNCH_KERNEL`; None when the trace model has no such column or it names no kernel
+    (then alignment falls back to position and kind)."""
+    h = trace.host
+    if LAUNCH_KERNEL not in h.columns:
+        return None
+    names = h[LAUNCH_KERNEL].astype(object).to_numpy()
+    corr = h["correlation"].to_numpy()
+    out = {
+        int(c): n
+        for c, n in zip(corr.tolist(), names.tolist(), strict=True)
+        if isinstance(n, str) and n and c >= 0
+    }
+    return out or None
+
+
+def kernel_names_of(cap: Capture) -> Mapping[int, str] | None:
+    """The capture's launch-call kernel names: given, else read from the trace model."""
+    return cap.kernel_names if cap.kernel_names is not None else launch_kernel_names(cap.trace)
+
+
 def _regions(captures: Sequence[Capture]) -> list[_Region]:
     out = []
     for ci, cap in enumerate(captures):
         nodes = capture_nodes(cap.trace)
-        known = cap.kernel_names or {}
+        known = kernel_names_of(cap) or {}
         for r, part in nodes.groupby("region", sort=True):
             part = part.reset_index(drop=True)
             names = [known.get(int(c)) for c in part["correlation"].tolist()]
@@ -258,7 +285,7 @@ def attribute_graphs(
     gkind = g["kind"].astype(object).to_numpy()
     dur = (g["end_ns"] - g["start_ns"]).to_numpy()
     regions = _regions(caps)
-    names_known = {i: c.kernel_names is not None for i, c in enumerate(caps)}
+    names_known = {i: kernel_names_of(c) is not None for i, c in enumerate(caps)}
     seq = _sequence_ids([tuple(gname[k].tolist()) for k in per_launch])
     launch_rows, kernel_parts = [], []
     notes: list[str] = []

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
+from analyzers.serving.ops import names_matching
 from collectors.linking import enclosing_parents
 
 if TYPE_CHECKING:
@@ -65,12 +66,13 @@ def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     if not len(rows):
         return out
     is_op = np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
+    match = np.append(names_matching(host["name"], LAYER_RE)[is_op], False)
+    if not match.any():  # no layer op at all (most traces): nothing to climb
+        return out
     start, end = host["start_ns"].to_numpy()[is_op], host["end_ns"].to_numpy()[is_op]
     parent = enclosing_parents(
         start, end, (host["pid"].to_numpy()[is_op], host["tid"].to_numpy()[is_op])
     )
-    names = host["name"].astype(object).to_numpy()[is_op]
-    match = np.array([bool(LAYER_RE.search(str(n))) for n in names] + [False])
     pos = pd.Series(np.arange(len(is_op)), index=is_op).reindex(rows).fillna(-1).to_numpy(int)
     while (pos >= 0).any():
         live = pos >= 0
@@ -149,6 +151,14 @@ def moe_view(
     and *owner* (:func:`analyzers.serving.phases.serving_steps`), ``steps``
     (:data:`STEP_COLUMNS`): module docstring."""
     m = moe_rows(trace, kops, graphs)
+    if not len(m):
+        out = {
+            "roles": pd.DataFrame(columns=list(ROLE_COLUMNS)),
+            "layers": pd.DataFrame(columns=list(LAYER_COLUMNS)),
+        }
+        if steps is not None and owner is not None and len(steps):
+            out["steps"] = pd.DataFrame(columns=list(STEP_COLUMNS))
+        return out
     total = int(kops["dur_ns"].sum())
     role_order = {r: i for i, r in enumerate(ROLES)}
     g = m.groupby(["layer", "role"], sort=False)["dur_ns"].agg(["size", "sum"]).reset_index()

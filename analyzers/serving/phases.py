@@ -130,12 +130,18 @@ def _candidates(trace: Trace, rules: Sequence[PhaseRule]) -> pd.DataFrame:
     rows = []
     for kinds, clock in ((("user", "nvtx"), "cpu"), (("gpu_user",), "gpu")):
         sel = a[np.asarray(a["kind"].isin(kinds), dtype=bool)]
-        for r in sel.itertuples(index=False):
-            for ri, rx in enumerate(compiled):
-                m = rx.fullmatch(str(r.name))
-                if m:
-                    rows.append((ri, m, str(r.name), r.start_ns, r.end_ns, r.pid, r.tid, clock))
-                    break
+        names = sel["name"].astype(object).to_numpy()
+        first: dict[str, tuple[int, re.Match[str]] | None] = {}  # each distinct name once
+        for n in set(names.tolist()):
+            first[n] = next(
+                ((ri, m) for ri, rx in enumerate(compiled) if (m := rx.fullmatch(str(n)))), None
+            )
+        hit = np.array([first[n] is not None for n in names.tolist()], dtype=bool)
+        cols = [sel[c].to_numpy()[hit] for c in ("start_ns", "end_ns", "pid", "tid")]
+        for n, *vals in zip(names[hit].tolist(), *(c.tolist() for c in cols), strict=True):
+            got = first[n]
+            assert got is not None
+            rows.append((got[0], got[1], str(n), *vals, clock))
         if rows:
             break
     return pd.DataFrame(
@@ -158,28 +164,20 @@ class _Step:
 def _merge(cands: pd.DataFrame, rules: Sequence[PhaseRule]) -> list[_Step]:
     cands = cands.assign(neg=-cands["end_ns"]).sort_values(["pid", "tid", "start_ns", "neg"])
     steps: list[_Step] = []
-    c: Any
-    for c in cands.itertuples(index=False):
+    for rec in cands.to_dict("records"):
+        c: dict[Any, Any] = rec
+        member = (int(c["rule"]), c["match"])
+        start, end, pid, tid = (int(c[k]) for k in ("start_ns", "end_ns", "pid", "tid"))
         cur = steps[-1] if steps else None
         if (
             cur is not None
-            and (cur.pid, cur.tid) == (c.pid, c.tid)
-            and cur.start_ns <= c.start_ns
-            and c.end_ns <= cur.end_ns
+            and (cur.pid, cur.tid) == (pid, tid)
+            and cur.start_ns <= start
+            and end <= cur.end_ns
         ):
-            cur.members.append((c.rule, c.match))
+            cur.members.append(member)
             continue
-        steps.append(
-            _Step(
-                str(c.name),
-                int(c.start_ns),
-                int(c.end_ns),
-                int(c.pid),
-                int(c.tid),
-                str(c.clock),
-                [(c.rule, c.match)],
-            )
-        )
+        steps.append(_Step(str(c["name"]), start, end, pid, tid, str(c["clock"]), [member]))
     for step in steps:
         step.members.sort(key=lambda x: x[0])
         first_rule = rules[step.members[0][0]]
@@ -219,7 +217,8 @@ RANGE_COLUMNS = STEP_COLUMNS[: -len(GPU_COLUMNS)]
 def step_ranges(trace: Trace, rules: Sequence[PhaseRule] = PHASE_RULES) -> pd.DataFrame:
     """The serving steps of *trace* without their GPU side: columns :data:`RANGE_COLUMNS`, in
     time order (what graph attribution needs to choose a capture by batch size)."""
-    steps = _merge(_candidates(trace, rules), rules)
+    cands = _candidates(trace, rules)
+    steps = _merge(cands, rules) if len(cands) else []
     steps.sort(key=lambda s: s.start_ns)
     df = pd.DataFrame([s.values for s in steps], columns=list(RANGE_COLUMNS[1:]))
     df.insert(0, "step", np.arange(len(df), dtype=np.int64))

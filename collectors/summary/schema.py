@@ -829,6 +829,201 @@ class EnvironmentFacts(TypedDict, total=False):
     torch: str
 
 
+# --- LLM serving and inference (docs/inference.md "JSON") -------------------------------------
+class ServingCapture(TypedDict):
+    """``serving.capture``: the capture regions (graphs) and nodes a capture trace records."""
+
+    graphs: Count
+    nodes: Count
+
+
+ServingAttribution = TypedDict(
+    "ServingAttribution",
+    {"op": Ns, "capture": Ns, "graph": Ns, "no-op": Ns, "no-launch": Ns},
+)
+"""``serving.attribution_ns_by_source``: GPU work time by where each row's op came from."""
+
+
+class ServingGraph(TypedDict):
+    """``serving.graphs.per_graph[]``: graph launches with one kernel sequence."""
+
+    graph: Count
+    launches: Count
+    kernels_per_launch: list[Count]
+    kernel_ns: Ns
+    attributed_ns: Ns
+    match: list[str]
+
+
+class ServingGraphs(TypedDict):
+    """``serving.graphs``: graph-replayed kernels and their attribution."""
+
+    method: Literal["capture", "kernel-name", "none"]
+    captures: Count
+    launches: Count
+    graphs: Count
+    graph_kernel_ns: Ns
+    attributed_ns: Ns
+    coverage: Share | None
+    per_graph: list[ServingGraph]
+
+
+class CategoryRow(TypedDict):
+    """A row of a category breakdown: GPU work time of one op category."""
+
+    category: str
+    kernels: Count
+    time_ns: Ns
+    share: Share | None
+
+
+class CategoryRoofRow(CategoryRow):
+    """A category row with its modelled part and the time it would take at its roof."""
+
+    modelled_ns: Ns
+    model_flops: NonNeg
+    roof_ns: Ns | None
+    pct_of_roof: NonNeg | None
+
+
+class ServingPeaks(TypedDict):
+    """``serving.peaks``: the peak-table entry MFU is measured against."""
+
+    name: str | None
+    match: str | None
+    missing: str | None
+
+
+class Mfu(TypedDict):
+    """``mfu`` of a serving step, phase, ProfilerStep or the rank (docs/inference.md "MFU")."""
+
+    busy_ns: Ns
+    gpu_ns: Ns
+    modelled_ns: Ns
+    coverage: Share | None
+    model_flops: NonNeg
+    recomputed_flops: NonNeg
+    exact_share: Share | None
+    dtype: str | None
+    peak: str | None
+    peak_flops: NonNeg | None
+    achieved_flops_per_s: NonNeg | None
+    mfu: NonNeg | None
+    hfu: NonNeg | None
+
+
+class ServingStep(TypedDict):
+    """``serving.steps[]``: one serving step (annotation fields null when not carried)."""
+
+    step: Count
+    name: str
+    framework: str
+    phase: str
+    clock: Literal["cpu", "gpu"]
+    start_ns: Int
+    end_ns: Int
+    batch_size: Count | None
+    tokens: Count | None
+    prefill_requests: Count | None
+    prefill_tokens: Count | None
+    decode_requests: Count | None
+    decode_tokens: Count | None
+    prefill_kv_tokens: Count | None
+    decode_kv_tokens: Count | None
+    prefill_q_sq: Count | None
+    prefill_q_kv: Count | None
+    decode_q_sq: Count | None
+    decode_q_kv: Count | None
+    kernels: Count
+    kernel_ns: Ns
+    gpu_start_ns: Int | None
+    gpu_end_ns: Int | None
+    gpu_span_ns: Ns
+    busy_ns: Ns
+    categories: list[CategoryRow]
+    mfu: Mfu | None
+
+
+class ServingPhase(TypedDict):
+    """``serving.phases[]``: the steps of one phase, summed."""
+
+    phase: str
+    steps: Count
+    kernels: Count
+    kernel_ns: Ns
+    gpu_span_ns: Ns
+    busy_ns: Ns
+    requests: Count | None
+    tokens: Count | None
+    prefill_tokens: Count | None
+    decode_tokens: Count | None
+    tokens_per_s: NonNeg | None
+    output_tokens_per_s: NonNeg | None
+    time_per_output_token_ns: Ns | None
+    categories: list[CategoryRoofRow]
+    mfu: Mfu | None
+
+
+class ServingProfilerStep(TypedDict):
+    """``serving.profiler_steps[]``: categories and MFU of the work a ProfilerStep launched."""
+
+    step: Int
+    categories: list[CategoryRow]
+    mfu: Mfu | None
+
+
+class MoeLayer(TypedDict):
+    layer: str
+    calls: Count
+    kernels: Count
+    time_ns: Ns
+    share_of_gpu: Share | None
+
+
+class MoeRole(TypedDict):
+    layer: str
+    role: str
+    kernels: Count
+    time_ns: Ns
+    share_of_layer: Share | None
+    share_of_gpu: Share | None
+
+
+class MoeStep(TypedDict):
+    step: Count
+    layer: str
+    time_ns: Ns
+    step_kernel_ns: Ns
+    share_of_step: Share | None
+
+
+class Moe(TypedDict):
+    """``serving.moe``: MoE layers per type, role and serving step."""
+
+    layers: list[MoeLayer]
+    roles: list[MoeRole]
+    steps: list[MoeStep]
+
+
+class Serving(TypedDict):
+    """``ranks[].serving`` (docs/inference.md "JSON")."""
+
+    capture_trace: bool
+    capture: ServingCapture
+    gpu_work_ns: Ns
+    busy_ns: Ns
+    attribution_ns_by_source: ServingAttribution
+    graphs: ServingGraphs
+    categories: list[CategoryRoofRow]
+    peaks: ServingPeaks
+    mfu: Mfu | None
+    steps: list[ServingStep]
+    phases: list[ServingPhase]
+    profiler_steps: list[ServingProfilerStep]
+    moe: Moe | None
+    notes: list[str]
+
+
 # --- ranks and the whole summary --------------------------------------------------------------
 class _RankFoundation(TypedDict):
     rank: Rank
@@ -852,6 +1047,7 @@ class RankEntry(_RankFoundation, total=False):
     memory: Memory
     collectives: list[CollectiveRow]
     comm: Comm
+    serving: Serving
 
 
 class _SummaryFoundation(TypedDict):

@@ -188,6 +188,7 @@ def _claim_ranks(
     Kineto file claiming a rank is an error (as in ``read_kineto_files``)."""
     by_index = {r.index: r for r in res if r.error is None}
     owner: dict[int, RankDigest] = {}
+    owner_entry: dict[int, dict[str, Any]] = {}
     kineto: list[tuple[int, dict[str, Any], RankDigest, int]] = []
     nsys: list[tuple[int, dict[str, Any], RankDigest, int]] = []
     for i, u in enumerate(units):
@@ -203,18 +204,29 @@ def _claim_ranks(
                             d.meta.source_path,
                             f"claims rank {d.rank} ({d.meta.rank_source}), as does "
                             f"{other.meta.source_path} ({other.meta.rank_source}); pass one "
-                            "file per rank or name the files rank-N",
+                            "file per rank or name the files rank-N"
+                            + capture_hint(e, owner_entry[d.rank]),
                             "InputError",
                         )
                     )
                     continue
-                owner[d.rank] = d
+                owner[d.rank], owner_entry[d.rank] = d, e
                 kineto.append((d.rank, e, d, i))
             else:
                 nsys.append((d.rank, e, d, i))
     kineto.sort(key=lambda x: x[0])
     allr = sorted(kineto + nsys, key=lambda x: x[0])
     return [(i, e, d) for _, e, d, i in allr]
+
+
+def capture_hint(*entries: dict[str, Any]) -> str:
+    """The hint of a rank claim when one of the files is a graph capture trace."""
+    if any((x.get("serving") or {}).get("capture_trace") for x in entries):
+        return (
+            "; one of them is a CUDA/HIP-graph capture trace: pass it with --graph-capture "
+            "FILE (docs/inference.md)"
+        )
+    return ""
 
 
 def _reload(

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
+from reports.serving_section import serving_section
 from reports.summary.sections import comm, core, efficiency, series, wait
 
 RankSectionFn = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
@@ -54,6 +55,7 @@ RANK_SECTIONS: tuple[RankSection, ...] = (
     RankSection("memory", wait.memory),
     RankSection("collectives", comm.collectives),
     RankSection("comm", comm.comm),
+    RankSection("serving", serving_section),
 )
 """Per-rank keys in output order.  Later issues append their entries here (one line each)."""
 

@@ -51,7 +51,7 @@ def test_real_pair_prints_the_comparison_and_writes_json(tmp_path: Path) -> None
     doc = json.loads(out.read_text())
     assert doc["format"] == "gpuscope-compare" and doc["by"] == "annotation"
     assert doc["mode"] == "steps" and doc["rank_pairs"] == [[1, 1]]
-    assert set(doc["views"]) == {"kernel", "op", "collective", "annotation", "step"}
+    assert set(doc["views"]) == {"kernel", "op", "category", "collective", "annotation", "step"}
     assert all(closes(v) for v in doc["views"].values())
     (ann,) = doc["views"]["annotation"]["entries"]
     assert (ann["base"]["count"], ann["current"]["count"], ann["delta_ns"]) == (2, 1, -67000)

@@ -6,8 +6,17 @@ import msgspec
 import pytest
 
 from collectors.errors import InputError
-from collectors.graph_capture import find_capture_files, read_execution_details
-from tests.support.serving_data import CAPTURED, inference
+from collectors.graph_capture import (
+    DETAILS,
+    describe_capture,
+    find_capture_files,
+    listed_captures,
+    read_execution_details,
+    records_stream_capture,
+    without_captures,
+)
+from tests.support.raw_kineto import has_stream_capture
+from tests.support.serving_data import CAPTURED, inference, tracelens_root
 
 
 @pytest.mark.parametrize("key", sorted(CAPTURED))
@@ -44,3 +53,46 @@ def test_bad_capture_list_is_an_input_error_naming_the_file(tmp_path, text, why)
     with pytest.raises(InputError) as e:
         read_execution_details(p)
     assert e.value.path == str(p) and why in e.value.message
+
+
+@pytest.mark.parametrize("key", sorted(CAPTURED))
+def test_the_layout_files_are_the_list_and_the_captures_it_names(key):
+    ex_rel, cap_rel = CAPTURED[key]
+    ex, cap = inference(ex_rel), inference(cap_rel)
+    details = cap.parent / DETAILS
+    files = [ex, cap, details]
+    assert listed_captures(files) == {cap, details}
+    assert without_captures(files) == [ex]
+    assert without_captures([cap, details]) == [cap]  # a capture folder alone: its traces
+    c = describe_capture(cap)
+    assert (c.batch_size, c.mode) == (
+        find_capture_files(ex)[0].batch_size,
+        find_capture_files(ex)[0].mode,
+    )
+
+
+def test_a_capture_outside_the_layout_has_no_batch_size(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text("{}")
+    assert describe_capture(f).batch_size is None and describe_capture(f).mode is None
+    with pytest.raises(InputError):
+        describe_capture(tmp_path / "gone.json")
+
+
+def test_the_byte_screen_agrees_with_the_raw_events_on_every_shared_trace():
+    paths = sorted(tracelens_root().rglob("*.json.gz"))
+    assert len(paths) >= 15
+    for p in paths:
+        assert records_stream_capture(p) == has_stream_capture(p), p
+
+
+def test_the_byte_screen_finds_a_mark_split_across_chunks(tmp_path, monkeypatch):
+    import collectors.graph_capture as gc
+
+    monkeypatch.setattr(gc, "_CHUNK", 8)
+    f = tmp_path / "t.json"
+    f.write_text('{"name": "hipStreamBeginCapture"}')
+    assert gc.records_stream_capture(f)
+    f.write_text('{"name": "hipStreamEndCapture"}')
+    assert not gc.records_stream_capture(f)
+    assert not gc.records_stream_capture(tmp_path / "missing.json")

@@ -25,6 +25,7 @@ SECTIONS = [
     "communication",
     "occupancy",
     "roofline",
+    "serving",
     "counters",
     "heatmap",
     "definitions",

@@ -7,7 +7,9 @@ import json
 import pytest
 from rich.console import Console
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
+from analyzers.serving.graphs import Capture
 from analyzers.serving.ops import range_owner
 from collectors.kineto import read_kineto
 from reports.serving_console import print_serving_section, serving_tables
@@ -18,12 +20,13 @@ from tests.support.serving_builders import Call, Kernel, Op, Range, serving_trac
 from tests.support.serving_data import CAPTURED, inference, tracelens_root
 
 OPTS = AnalysisOptions()
+NONE = AnalysisInputs()
 
 
 def _check_sums(s: dict) -> None:
     total = s["gpu_work_ns"]
     assert sum(r["time_ns"] for r in s["categories"]) == total
-    assert sum(s["attribution_ns"].values()) == total
+    assert sum(s["attribution_ns_by_source"].values()) == total
     assert sum(s["graphs"][k] for k in ("graph_kernel_ns",)) <= total
     for step in s["steps"]:
         assert sum(r["time_ns"] for r in step["categories"]) == step["kernel_ns"]
@@ -33,7 +36,7 @@ def test_every_shared_trace_gives_strict_json_whose_parts_add_up():
     paths = sorted(tracelens_root().rglob("*.json.gz"))
     assert len(paths) >= 15
     for p in paths:
-        s = serving_section(read_kineto(p), OPTS, {})
+        s = serving_section(read_kineto(p), OPTS, NONE)
         json.dumps(s, allow_nan=False)
         _check_sums(s)
         assert s["capture_trace"] == ("capture_traces" in p.parts), p
@@ -43,17 +46,19 @@ def test_every_shared_trace_gives_strict_json_whose_parts_add_up():
 def test_captures_given_per_rank_attribute_the_replays(key):
     ex_path, cap_path = (inference(p) for p in CAPTURED[key])
     ex, cap = read_kineto(ex_path), read_kineto(cap_path)
-    s = serving_section(ex, OPTS, {"graph_captures": {ex.rank: [cap]}})
+    s = serving_section(ex, OPTS, AnalysisInputs(graph_captures={ex.rank: (Capture(cap),)}))
     json.dumps(s, allow_nan=False)
     _check_sums(s)
     g = s["graphs"]
     assert g["method"] == "capture" and g["captures"] == 1
-    assert s["attribution_ns"]["capture"] == g["attributed_ns"]
-    if key == "xdit":  # needs the capture's kernel names, which the trace model lacks
+    assert s["attribution_ns_by_source"]["capture"] == g["attributed_ns"]
+    if key == "xdit" and "launch_kernel" not in cap.host.columns:  # needs the kernel names
         assert g["coverage"] == 0.0 and any("count differs" in n for n in s["notes"])
     else:
-        assert g["coverage"] == 1.0 and s["attribution_ns"]["graph"] == 0
-    other_rank = serving_section(ex, OPTS, {"graph_captures": {ex.rank + 1: [cap]}})
+        assert g["coverage"] == 1.0 and s["attribution_ns_by_source"]["graph"] == 0
+    other_rank = serving_section(
+        ex, OPTS, AnalysisInputs(graph_captures={ex.rank + 1: (Capture(cap),)})
+    )
     assert other_rank["graphs"]["method"] == "kernel-name"
     assert any("by kernel name only" in n for n in other_rank["notes"])
 
@@ -61,7 +66,7 @@ def test_captures_given_per_rank_attribute_the_replays(key):
 def test_capture_trace_alone_is_recognised_with_its_graph_count():
     _, cap_rel = CAPTURED["vllm"]
     path = inference(cap_rel)
-    s = serving_section(read_kineto(path), OPTS, {})
+    s = serving_section(read_kineto(path), OPTS, NONE)
     begins = sum(
         e.get("cat") == "cuda_runtime" and "StreamBeginCapture" in e["name"] for e in events(path)
     )
@@ -80,7 +85,7 @@ def _moe_trace():
 
 
 def test_unknown_values_are_null_and_phases_carry_categories():
-    s = serving_section(_moe_trace(), OPTS, {})
+    s = serving_section(_moe_trace(), OPTS, NONE)
     json.dumps(s, allow_nan=False)
     (p,) = s["phases"]
     assert p["phase"] == "prefill" and p["decode_tokens"] is None
@@ -92,19 +97,20 @@ def test_unknown_values_are_null_and_phases_carry_categories():
 
 
 def test_console_prints_every_table_and_names_as_plain_text():
-    rank = {"rank": 0, "serving": serving_section(_moe_trace(), OPTS, {})}
-    assert len(serving_tables(rank)) == 3  # categories, phases, MoE (no graph launches)
+    rank = {"rank": 0, "serving": serving_section(_moe_trace(), OPTS, NONE)}
+    assert len(serving_tables(rank)) == 4  # categories, phases, MFU, MoE (no graph launches)
     c = Console(record=True, width=220)
     print_serving_section(rank, c)
     out = c.export_text()
-    for title in ("GPU time by op category", "serving phases", "MoE layers"):
+    for title in ("GPU time by op category", "serving phases", "model FLOPs", "MoE layers"):
         assert title in out
+    assert "– (no FLOP model)" in out  # MFU without a modelled op
     assert "[bold]evil::moe[/bold]" in out
 
 
 def test_console_shows_graph_replays_and_the_no_capture_note():
     ex_path, _ = CAPTURED["vllm"]
-    rank = {"rank": 0, "serving": serving_section(read_kineto(inference(ex_path)), OPTS, {})}
+    rank = {"rank": 0, "serving": serving_section(read_kineto(inference(ex_path)), OPTS, NONE)}
     c = Console(record=True, width=220)
     print_serving_section(rank, c)
     out = c.export_text()
@@ -123,7 +129,9 @@ def test_profiler_steps_own_the_work_they_launched_however_late_it_runs():
         ],
         steps=[(1, 0, 100), (2, 100, 200)],
     )
-    s = serving_section(t, OPTS, {})
+    s = serving_section(t, OPTS, NONE)
+    for p in s["profiler_steps"]:
+        assert p.pop("mfu")["gpu_ns"] == sum(r["time_ns"] for r in p["categories"])
     assert s["profiler_steps"] == [
         {
             "step": 1,

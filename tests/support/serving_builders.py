@@ -23,6 +23,8 @@ class Op:
     start: float
     end: float
     dims: str | None = None
+    types: str | None = None
+    """Kineto ``Input type`` (JSON text), for the op models."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def serving_trace(
             "tid": [1] * len(host),
             "correlation": [h.correlation if isinstance(h, Call) else -1 for h in host],
             "input_dims": [h.dims if isinstance(h, Op) else None for h in host],
+            "input_types": [h.types if isinstance(h, Op) else None for h in host],
         },
         annotations={
             "name": [r.name for r in ranges],
@@ -99,9 +102,11 @@ def serving_trace(
     )
 
 
-def launched(op: str, kernel: str, t: float, corr: int, dims: str | None = None) -> list[Op | Call]:
+def launched(
+    op: str, kernel: str, t: float, corr: int, dims: str | None = None, types: str | None = None
+) -> list[Op | Call]:
     """An op at *t* µs (2 µs long) that launches one kernel with correlation *corr*."""
-    return [Op(op, t, t + 2, dims), Call("hipLaunchKernel", t + 0.5, t + 1.5, corr)]
+    return [Op(op, t, t + 2, dims, types), Call("hipLaunchKernel", t + 0.5, t + 1.5, corr)]
 
 
 def captured_graph(start: float, body: list[Op | Call], end: float) -> list[Op | Call]:

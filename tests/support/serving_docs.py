@@ -93,3 +93,36 @@ def moe_roles_table() -> str:
     for i, (on, (role, rx)) in enumerate(rules, 1):
         lines.append(f"| {i} | {on} | {role} | `{_cell(rx)}` |")
     return "\n".join(lines)
+
+
+def mfu_results_table(tracelens: Path) -> str:
+    """Markdown: MFU of the shared serving traces (with their captures), per phase and of all
+    GPU work, against the peak the device's entry of the built-in table gives."""
+    from analyzers.gpu_peaks import peaks_for_device
+    from analyzers.serving import serving_analysis
+    from collectors.peaks import load_peaks
+    from support.serving_data import CAPTURED, SERVING
+
+    lines = [
+        "| trace | of | GPU busy ms | model TFLOP | TFLOP/s | MFU | peak, dtype | coverage % "
+        "| exact % |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    inf = tracelens / "inference"
+    table = load_peaks(None)
+    cap_of = dict(CAPTURED.values())
+    for rel in [*SERVING.values(), CAPTURED["xdit"][0]]:
+        t = read_kineto(inf / rel)
+        caps = [Capture(read_kineto(inf / cap_of[rel]))] if rel in cap_of else []
+        a = serving_analysis(t, caps, peaks=peaks_for_device(table, t.gpu_device).peaks)
+        rows = [(f"phase {r['group']}", r) for r in a.mfu["phases"].to_dict("records")]
+        rows += [("all GPU work", r) for r in a.mfu["total"].to_dict("records")]
+        for label, r in rows:
+            mfu = "–" if r["mfu"] is None else f"{100 * r['mfu']:.2f} %"
+            lines.append(
+                f"| {rel.split('/')[0]}{' (+ capture)' if caps else ''} | {label} | "
+                f"{r['busy_ns'] / 1e6:.3f} | {r['model_flops'] / 1e12:.3f} | "
+                f"{r['achieved_flops_per_s'] / 1e12:.1f} | {mfu} | {r['peak']}, {r['dtype']} | "
+                f"{100 * r['coverage']:.1f} | {100 * r['exact_share']:.1f} |"
+            )
+    return "\n".join(lines)
