@@ -53,7 +53,7 @@ def section_from(result: CriticalPath) -> dict[str, Any]:
         )
     n = max(len(result.paths), 1)
     return {
-        "ranks": sorted(p.rank for p in result.graph.ranks),
+        "ranks": sorted(result.graph.ranks),
         "clock_offsets_ns": {str(k): v for k, v in sorted(result.graph.offsets.items())},
         "matched_collectives": len(result.graph.joins),
         "measured_step_ns": {str(k): v for k, v in sorted(result.measured_ns.items())},
