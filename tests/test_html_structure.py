@@ -24,6 +24,7 @@ from tests.builders import h100
 
 SECTIONS = [
     "header",
+    "fix-first",
     "cards",
     "findings",
     "steps",

@@ -39,7 +39,7 @@ import pandas as pd
 
 from analyzers.critical_path.callstack import thread_walks
 from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
-from analyzers.critical_path.hta_graph import _event_records
+from analyzers.critical_path.hta_graph import event_records
 from analyzers.critical_path.sources import (
     COMMUNICATION,
     MEMORY,
@@ -280,7 +280,7 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
     """``wait`` / event ``sync`` edges of the waits the trace resolves (``wait_on_*`` known, the
     awaited row recorded by HTA's rule: the last row launched on the recorded stream before the
     ``cudaEventRecord``); returns the nodes that follow a wait it does not resolve."""
-    records = _event_records(ev)
+    records = event_records(ev)
     unresolved: set[int] = set()
     rows = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0) & ~ev.is_host)
     swe = rows[ev.name[rows] == "Stream Wait Event"]

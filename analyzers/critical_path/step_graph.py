@@ -16,6 +16,7 @@ collectives' kernel ends (a collective ends together on every rank).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -93,6 +94,9 @@ class StepGraph:
     offsets: dict[int, int]
     topo: list[int]
     pred: list[list[tuple[int, int]]]
+    dropped_edges: int = 0
+    """``launch`` / ``stream`` edges left out because they point back in time
+    (:func:`_forward_only`)."""
 
 
 def _matched(parts: Sequence[RankGraph]) -> dict[str, dict[int, int]]:
@@ -122,10 +126,33 @@ def _offsets(parts: Sequence[RankGraph], matched: dict[str, dict[int, int]]) -> 
     return out
 
 
+def _forward_only(parts: list[RankGraph]) -> tuple[list[RankGraph], int]:
+    """The parts without the ``launch`` / ``stream`` edges whose end is measured before their
+    start (a row starting before its launch call, or before its stream predecessor ended:
+    clock skew or overlapping rows).  Such edges could close a cycle; leaving them out keeps
+    the replay exact (each node's binding edge is chosen among the edges kept)."""
+    out, dropped = [], 0
+    back = (KINDS.index("launch"), KINDS.index("stream"))
+    for p in parts:
+        bad = np.isin(p.kind, back) & (p.node_time[p.dst] < p.node_time[p.src])
+        n = int(bad.sum())
+        if n:
+            keep = ~bad
+            fields = ("src", "dst", "kind", "cause", "detail", "name", "category")
+            p = dataclasses.replace(
+                p,
+                **{f: getattr(p, f)[keep] for f in (*fields, "launching", "unresolved")},
+            )
+            dropped += n
+        out.append(p)
+    return out, dropped
+
+
 def build_step_graph(parts: Sequence[RankGraph | object]) -> StepGraph:
     """The graph of the ranks' *parts* (a :class:`RankGraph` per rank, or the rank's Trace)
     with measured delays (module docstring)."""
     ps = [p if isinstance(p, RankGraph) else rank_graph(p) for p in parts]  # type: ignore[arg-type]
+    ps, dropped = _forward_only(ps)
     matched = _matched(ps)
     offsets = _offsets(ps, matched)
     base = np.cumsum([0] + [p.n_nodes for p in ps])
@@ -258,6 +285,7 @@ def build_step_graph(parts: Sequence[RankGraph | object]) -> StepGraph:
         offsets,
         topo,
         pred,
+        dropped,
     )
 
 

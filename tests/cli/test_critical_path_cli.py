@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 from conftest import SAMPLES, gpuscope
 
+from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.load import load_traces
 from reports.critical_path_section import critical_path
@@ -12,7 +13,7 @@ from tests.support.critical_path_traces import training_run
 
 
 def test_section_ranks_fixes_by_recovered_time_and_replays_exactly() -> None:
-    s = critical_path(training_run(late_rank=1, delay=150_000), AnalysisOptions(), {})
+    s = critical_path(training_run(late_rank=1, delay=150_000), AnalysisOptions(), AnalysisInputs())
     assert s is not None and s["replay_exact"] is True
     rec = [w["recovered_ns_per_step"] for w in s["what_to_fix_first"]]
     assert rec == sorted(rec, reverse=True)
@@ -23,8 +24,8 @@ def test_section_ranks_fixes_by_recovered_time_and_replays_exactly() -> None:
 
 def test_section_absent_without_profiler_steps() -> None:
     t = load_traces([SAMPLES / "real" / "trace_compare_base"])
-    assert critical_path([], AnalysisOptions(), {}) is None
-    assert critical_path(t, AnalysisOptions(), {}) is not None  # has 2 ProfilerSteps
+    assert critical_path([], AnalysisOptions(), AnalysisInputs()) is None
+    assert critical_path(t, AnalysisOptions(), AnalysisInputs()) is not None  # has 2 ProfilerSteps
 
 
 def test_cli_prints_fix_first_and_writes_json(tmp_path) -> None:
