@@ -154,4 +154,4 @@ def part_combine(
     fn: Any, digests: Sequence[Any], key: str, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
     """The reducer's caller side: the section *fn* on the ranks' tables."""
-    return fn([d.parts[key] for d in digests], options, inputs)  # type: ignore[no-any-return]
+    return fn([d.parts[key] for d in digests], options, inputs)
