@@ -173,11 +173,14 @@ def rank_graph(trace: Trace) -> RankGraph:
     node_event = np.asarray(b.event, np.int64)
     cats = np.concatenate([np.full(ev.n_host, "", dtype=object), gpu_categories(trace)])
     cause, detail, name, category = _labels(ev, node_event, src, dst, kind, cats, launches_gpu)
+    flagged = np.zeros(len(b.t), bool)
+    flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
+    unresolved = flagged[dst] if n_edges else np.zeros(0, bool)
+    gaps = unresolved & np.isin(kind, (K["launch"], K["stream"]))
+    detail[gaps] = [f"{d} after an unresolved cross-stream wait" for d in detail[gaps]]
     ev_u, ev_v = node_event[src], node_event[dst]
     launching = (kind == K["host"]) & launches_gpu[np.maximum(ev_u, 0)]
     launching &= launches_gpu[np.maximum(ev_v, 0)] & (ev_u >= 0) & (ev_v >= 0)
-    flagged = np.zeros(len(b.t), bool)
-    flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
     coll = _collective_rows(ev, trace, start, end)
     return RankGraph(
         rank=trace.rank,
@@ -190,7 +193,7 @@ def rank_graph(trace: Trace) -> RankGraph:
         name=name,
         category=category,
         launching=launching,
-        unresolved=flagged[dst] if n_edges else np.zeros(0, bool),
+        unresolved=unresolved,
         step_num=np.array([_step_number(str(ev.name[s])) for s in host_steps], np.int64),
         step_start=start[host_steps].astype(np.int64),
         step_done=np.asarray(step_done, np.int64),

@@ -14,6 +14,8 @@ Changes (:class:`Change`; each states its assumptions in :attr:`Change.assumptio
   work is gone, and every launch and stream-order edge keeps ``min(measured gap, node_ns)``
   (:data:`GRAPH_NODE_NS`: the per-node cost a graph replay keeps): a row that waited for its
   launch now starts ``node_ns`` after its stream predecessor, one that ran back to back stays so;
+  a row that follows a cross-stream wait the trace does not resolve keeps its measured gaps (it
+  may have waited for another stream, which a graph does not remove);
 * ``overlap_comm``: communication fully overlapped — collective kernels and transfers take no
   time on the path (arrival waits stay);
 * ``busbw``: every matched collective takes ``S × factor / busbw`` (nccl-tests' bus bandwidth
@@ -43,7 +45,8 @@ ASSUMPTIONS = {
     "its work before that window and every other rank are unchanged",
     "cuda_graphs": "every op that launches GPU work is captured: its host time is gone; a GPU row "
     "that waited for its launch still starts {node_us:g} µs after its stream predecessor (the "
-    "per-node cost of a graph replay, assumed); host work outside launching ops stays",
+    "per-node cost of a graph replay, assumed); host work outside launching ops and the gaps "
+    "before rows that follow an unresolved cross-stream wait stay",
     "overlap_comm": "collective kernels and transfers take no time on the path; ranks still wait "
     "for the last one to arrive, and compute does not slow down from sharing the GPU",
     "busbw": "each matched collective ends S × bus factor / {busbw:g} GB/s after its last rank "
@@ -114,7 +117,8 @@ def delays(g: StepGraph, c: Change) -> np.ndarray:
         hit = np.flatnonzero(gpu & (g.category == c.category) & g.binding)
         d[hit] = d[hit] / c.factor
     elif c.kind == "cuda_graphs":
-        gaps = np.flatnonzero((kind == KINDS.index("launch")) | (kind == KINDS.index("stream")))
+        gaps = (kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))
+        gaps = np.flatnonzero(gaps & ~g.unresolved)  # a wait on another stream stays
         gap = g.node_time[g.dst[gaps]] - g.node_time[g.src[gaps]]
         d[gaps] = np.minimum(np.maximum(gap, np.minimum(d[gaps], 0)), c.node_ns)
         d[g.launching] = np.minimum(d[g.launching], 0)

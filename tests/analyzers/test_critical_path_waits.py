@@ -12,6 +12,8 @@ from conftest import shared_path
 
 from analyzers.critical_path.analysis import critical_path_analysis
 from analyzers.critical_path.rank_graph import KINDS, RankGraph, rank_graph
+from analyzers.critical_path.simulate import GRAPH_NODE_NS, Change, delays
+from analyzers.critical_path.step_graph import build_step_graph
 from collectors.load import load_traces
 from collectors.model import Trace
 from reports.critical_path_section import critical_path_of
@@ -108,3 +110,18 @@ def test_real_traces_without_sync_rows_report_the_waits_their_paths_cross(
     assert crossed == section["unresolved_waits"]
     assert (crossed > 0) == (waits > 0)  # nccl_data: 8 per step
     assert bool(section["notes"]) == (crossed > 0)
+
+
+def test_cuda_graphs_keeps_the_gaps_before_rows_that_follow_an_unresolved_wait() -> None:
+    """A graph replay removes launch cost, not a wait for another stream: the launch and
+    stream-order edges into such rows keep their measured delays (other gaps shrink)."""
+    t = load_traces([shared_path("kineto", "hta", "nccl_parser_config", "nccl_data.json.gz")])[0]
+    g = build_step_graph([t])
+    d = delays(g, Change("cuda_graphs"))
+    gap_edges = np.isin(g.kind, (KINDS.index("launch"), KINDS.index("stream"))) & g.binding
+    kept = gap_edges & g.unresolved & (g.delay > GRAPH_NODE_NS)
+    shrunk = gap_edges & ~g.unresolved & (g.delay > GRAPH_NODE_NS)
+    assert kept.sum() > 0 and shrunk.sum() > 0
+    assert (d[kept] == g.delay[kept]).all()
+    assert (d[shrunk] == GRAPH_NODE_NS).all()
+    assert all("after an unresolved cross-stream wait" in x for x in g.detail[kept])
