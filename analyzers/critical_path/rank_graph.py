@@ -447,14 +447,12 @@ PART_COLUMNS = (
     "category",
     "flag_launching",
     "flag_unresolved",
-    "f0",
-    "f1",
-    "f2",
 )
-"""Columns of :func:`part_table`, one row per: ``part`` (first row; a = rank), ``node``
-(a = id, t = time), ``edge`` (a → b, kind, labels, flags), ``step`` (a = start node, b =
-completion node, t = number), ``collective`` (a / b = kernel start / end node, detail = key,
-name = kernel, category = collective, f0..f2 = message bytes, group size, link peak GB/s)."""
+"""Columns of :func:`part_table`, one row per: ``part`` (first row; a = rank, t = node
+count), ``edge`` (a → b, t = the time of node b, kind, labels, flags), ``node`` (a node no edge
+ends in: a = id, t = time), ``step`` (a = start node, b = completion node, t = number),
+``collective`` (a / b = kernel start / end node, detail = key, name = kernel, category =
+collective, cause = message bytes, group size and link peak GB/s as exact float reprs)."""
 ROWS = ("part", "node", "edge", "step", "collective")
 
 
@@ -464,30 +462,35 @@ def _cat(values: list[object]) -> pd.Categorical:
 
 
 def part_table(p: RankGraph) -> pd.DataFrame:
-    """*p* as one table (:data:`PART_COLUMNS`)."""
-    n, m, s, c = p.n_nodes, len(p.src), len(p.step_num), len(p.coll_key)
+    """*p* as one table (:data:`PART_COLUMNS`; about 30 bytes per edge)."""
+    has_in = np.zeros(p.n_nodes, bool)
+    has_in[p.dst] = True
+    sources = np.flatnonzero(~has_in)
+    n, m, s, c = len(sources), len(p.src), len(p.step_num), len(p.coll_key)
     blank = [""] * (1 + n)
-    ints = np.int64
-    f = np.vstack([np.full((1 + n + m + s, 3), np.nan), p.coll_facts])
+    facts = [" ".join(repr(float(x)) for x in f) for f in p.coll_facts.tolist()]
+    i32 = np.int32
     return pd.DataFrame(
         {
             "row": pd.Categorical(
                 ["part"] + ["node"] * n + ["edge"] * m + ["step"] * s + ["collective"] * c,
                 categories=list(ROWS),
             ),
-            "a": np.concatenate([[p.rank], np.arange(n), p.src, p.step_start, p.coll_start]).astype(
-                ints
-            ),
-            "b": np.concatenate([[-1], np.full(n, -1), p.dst, p.step_done, p.coll_end]).astype(
-                ints
-            ),
+            "a": np.concatenate([[p.rank], sources, p.src, p.step_start, p.coll_start]).astype(i32),
+            "b": np.concatenate([[-1], np.full(n, -1), p.dst, p.step_done, p.coll_end]).astype(i32),
             "t": np.concatenate(
-                [[0], p.node_time, np.zeros(m, ints), p.step_num, np.zeros(c, ints)]
-            ).astype(ints),
+                [
+                    [p.n_nodes],
+                    p.node_time[sources],
+                    p.node_time[p.dst],
+                    p.step_num,
+                    np.zeros(c, np.int64),
+                ]
+            ).astype(np.int64),
             "kind": np.concatenate([np.full(1 + n, -1), p.kind, np.full(s + c, -1)]).astype(
                 np.int8
             ),
-            "cause": _cat(blank + list(p.cause) + [""] * (s + c)),
+            "cause": _cat(blank + list(p.cause) + [""] * s + facts),
             "detail": _cat(blank + list(p.detail) + [""] * s + list(p.coll_key)),
             "name": _cat(blank + list(p.name) + [""] * s + list(p.coll_kernel)),
             "category": _cat(blank + list(p.category) + [""] * s + list(p.coll_name)),
@@ -497,9 +500,6 @@ def part_table(p: RankGraph) -> pd.DataFrame:
             "flag_unresolved": np.concatenate(
                 [np.zeros(1 + n, bool), p.unresolved, np.zeros(s + c, bool)]
             ),
-            "f0": f[:, 0],
-            "f1": f[:, 1],
-            "f2": f[:, 2],
         },
         columns=list(PART_COLUMNS),
     )
@@ -512,15 +512,19 @@ def _objects(col: pd.Series) -> np.ndarray:
 def part_from_table(df: pd.DataFrame) -> RankGraph:
     """The part a :func:`part_table` holds."""
     row = df["row"].astype(str).to_numpy()
+    head = df[row == "part"]
     nodes, edges = df[row == "node"], df[row == "edge"]
     steps, colls = df[row == "step"], df[row == "collective"]
-    node_time = np.zeros(len(nodes), np.int64)
+    node_time = np.zeros(int(head["t"].iloc[0]), np.int64)
     node_time[nodes["a"].to_numpy(np.int64)] = nodes["t"].to_numpy(np.int64)
+    dst = edges["b"].to_numpy(np.int64)
+    node_time[dst] = edges["t"].to_numpy(np.int64)
+    facts = [[float(x) for x in str(f).split()] for f in colls["cause"].astype(object)]
     return RankGraph(
-        rank=int(df["a"].to_numpy()[row == "part"][0]),
+        rank=int(head["a"].iloc[0]),
         node_time=node_time,
         src=edges["a"].to_numpy(np.int64),
-        dst=edges["b"].to_numpy(np.int64),
+        dst=dst,
         kind=edges["kind"].to_numpy(np.int64),
         cause=_objects(edges["cause"]),
         detail=_objects(edges["detail"]),
@@ -536,5 +540,5 @@ def part_from_table(df: pd.DataFrame) -> RankGraph:
         coll_kernel=_objects(colls["name"]),
         coll_start=colls["a"].to_numpy(np.int64),
         coll_end=colls["b"].to_numpy(np.int64),
-        coll_facts=colls[["f0", "f1", "f2"]].to_numpy(np.float64).reshape(-1, 3),
+        coll_facts=np.asarray(facts, np.float64).reshape(-1, 3),
     )
