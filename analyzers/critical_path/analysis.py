@@ -114,9 +114,9 @@ def critical_path_analysis(
     :func:`analyzers.critical_path.rank_graph.rank_graph`; module docstring)."""
     g = build_step_graph(traces)
     measured = measured_job_step_times(g)
-    times, _ = run(g)
-    replayed = job_step_times(g, times)
-    paths = step_paths(g)
+    baseline = run(g)
+    replayed = job_step_times(g, baseline[0])
+    paths = step_paths(g, baseline)
     changes = candidate_changes(g, paths)
     if busbw_gbps is not None:
         c = _busbw_change(g, busbw_gbps)

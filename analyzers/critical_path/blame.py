@@ -86,9 +86,12 @@ def _label(g: StepGraph, e: int) -> tuple[str, str, str]:
     return str(g.cause[e]), str(g.detail[e]), str(g.name[e])
 
 
-def step_paths(g: StepGraph) -> list[StepPath]:
-    """The path of every step (module docstring), steps in number order."""
-    times, why = run(g)
+def step_paths(
+    g: StepGraph, measured: tuple[np.ndarray, np.ndarray] | None = None
+) -> list[StepPath]:
+    """The path of every step (module docstring), steps in number order; *measured*: the
+    replay with no change (:func:`analyzers.critical_path.simulate.run`), when already done."""
+    times, why = measured if measured is not None else run(g)
     per_step: dict[int, list[tuple[int, int, int]]] = {}
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
