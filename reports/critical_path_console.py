@@ -27,7 +27,7 @@ def fix_first_table(section: Mapping[str, Any], top: int = TOP_FIXES) -> Table:
     t = Table(
         title=(
             "What to fix first: predicted recovered time per step "
-            f"(measured {fmt.ms(section.get('mean_step_ns'))} ms/step)"
+            f"(measured {fmt.ms(section.get('measured_ns_per_step'))} ms/step)"
         ),
         title_justify="left",
     )
@@ -39,7 +39,7 @@ def fix_first_table(section: Mapping[str, Any], top: int = TOP_FIXES) -> Table:
     t.add_column("assumes", justify="center")
     marks = _marks(section, top)
     for i, w in enumerate(section.get("what_to_fix_first", [])[:top], 1):
-        pred = list(w["predicted_step_ns"].values())
+        pred = list(w["predicted_ns_by_step"].values())
         mean = sum(pred) / len(pred) if pred else None
         t.add_row(
             str(i),
@@ -74,7 +74,7 @@ def cause_table(section: Mapping[str, Any]) -> Table:
     t.add_column("cause")
     t.add_column("ms/step", justify="right")
     t.add_column("% of step", justify="right")
-    mean = section.get("mean_step_ns") or 0
+    mean = section.get("measured_ns_per_step") or 0
     rows = sorted(section.get("cause_ns_per_step", {}).items(), key=lambda kv: -kv[1])
     for cause, ns in rows:
         if ns > 0:

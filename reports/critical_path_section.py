@@ -2,8 +2,8 @@
 
 Registered in :data:`reports.summary.registry.RUN_SECTIONS` (written before ``ranks``:
 :data:`~reports.summary.registry.LEADING_RUN_SECTIONS`).  Keys are defined in
-docs/critical-path.md §5.  Times are integer ns (``_ns``) except per-step means (``_ns`` floats,
-averages over steps); ``what_to_fix_first`` is ordered by ``recovered_ns_per_step``.
+docs/critical-path.md §5.  Keys ending ``_ns`` are integer ns; means over steps are floats in
+keys ending ``_ns_per_step``; ``what_to_fix_first`` is ordered by ``recovered_ns_per_step``.
 
 The many-rank engine computes it from one table per rank (:func:`rank_part`: the rank's graph
 part, :func:`analyzers.critical_path.rank_graph.part_table`); :func:`critical_path` takes those
@@ -49,7 +49,7 @@ def section_from(result: CriticalPath) -> dict[str, Any]:
                 "rank": p.rank,
                 "duration_ns": p.duration_ns,
                 "replayed_ns": result.replayed_ns.get(p.step),
-                "rank_durations_ns": {str(k): v for k, v in sorted(p.rank_durations.items())},
+                "duration_ns_by_rank": {str(k): v for k, v in sorted(p.rank_durations.items())},
                 "segments": len(p.segments),
                 "unresolved_waits": p.unresolved_waits,
                 "by_cause": [
@@ -90,16 +90,16 @@ def section_from(result: CriticalPath) -> dict[str, Any]:
                 "rank": w.change.rank if w.change.rank >= 0 else None,
                 "recovered_ns_per_step": w.recovered_ns,
                 "recovered_share": w.recovered_ns / mean_step if mean_step > 0 else 0.0,
-                "predicted_step_ns": {str(k): v for k, v in sorted(w.predicted_ns.items())},
+                "predicted_ns_by_step": {str(k): v for k, v in sorted(w.predicted_ns.items())},
                 "assumptions": w.change.assumptions,
             }
             for w in result.ranking
         ],
-        "mean_step_ns": mean_step,
+        "measured_ns_per_step": mean_step,
         "ranks": sorted(result.graph.ranks),
-        "clock_offsets_ns": {str(k): v for k, v in sorted(result.graph.offsets.items())},
+        "clock_offset_ns_by_rank": {str(k): v for k, v in sorted(result.graph.offsets.items())},
         "matched_collectives": len(result.graph.joins),
-        "measured_step_ns": {str(k): v for k, v in sorted(measured.items())},
+        "measured_ns_by_step": {str(k): v for k, v in sorted(measured.items())},
         "replay_exact": result.replayed_ns == measured,
         "cause_ns_per_step": {c: v / n for c, v in result.cause_ns.items()},
         "unresolved_waits": waits,

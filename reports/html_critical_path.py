@@ -22,31 +22,31 @@ def fix_first_payload(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     cp = summary.get("critical_path")
     if not isinstance(cp, Mapping):
         return None
-    mean = float(cp.get("mean_step_ns") or 0.0)
+    mean = float(cp.get("measured_ns_per_step") or 0.0)
     fixes = list(cp.get("what_to_fix_first") or [])
     rows = []
     for i, w in enumerate(fixes[:TOP_FIXES], start=1):
-        pred = list((w.get("predicted_step_ns") or {}).values())
+        pred = list((w.get("predicted_ns_by_step") or {}).values())
         rows.append(
             {
                 "rank": i,
                 "change": w["change"],
                 "kind": w["kind"],
-                "recovered_ns": w["recovered_ns_per_step"],
+                "recovered_ns_per_step": w["recovered_ns_per_step"],
                 "recovered_pct": 100 * w["recovered_share"],
-                "predicted_ns": sum(pred) / len(pred) if pred else None,
+                "predicted_ns_per_step": sum(pred) / len(pred) if pred else None,
                 "assumptions": w["assumptions"],
             }
         )
     causes = [
-        {"cause": c, "ns": ns, "pct": 100 * ns / mean if mean > 0 else None}
+        {"cause": c, "ns_per_step": ns, "pct": 100 * ns / mean if mean > 0 else None}
         for c, ns in sorted((cp.get("cause_ns_per_step") or {}).items(), key=lambda kv: -kv[1])
         if ns > 0
     ]
     return {
         "rows": rows,
         "rows_total": len(fixes),
-        "mean_step_ns": mean,
+        "measured_ns_per_step": mean,
         "steps": len(cp.get("steps") or []),
         "ranks": list(cp.get("ranks") or []),
         "replay_exact": bool(cp.get("replay_exact")),
@@ -58,14 +58,14 @@ def fix_first_payload(summary: Mapping[str, Any]) -> dict[str, Any] | None:
 FIX_COLS = (
     Col("#", "rank", str),
     Col("change", "change", str, numeric=False),
-    Col("recovered ms/step", "recovered_ns", ms),
+    Col("recovered ms/step", "recovered_ns_per_step", ms),
     Col("% of step", "recovered_pct", pct),
-    Col("predicted step ms", "predicted_ns", ms),
+    Col("predicted step ms", "predicted_ns_per_step", ms),
     Col("assumes", "assumptions", str, numeric=False),
 )
 CAUSE_COLS = (
     Col("cause", "cause", str, numeric=False, wrap=False),
-    Col("ms/step", "ns", ms),
+    Col("ms/step", "ns_per_step", ms),
     Col("% of step", "pct", pct),
 )
 
@@ -83,7 +83,7 @@ def fix_first_section(p: Mapping[str, Any]) -> str:
     body = (
         f"<p>Each change replayed through the dependency graph of every step across "
         f"{len(f['ranks'])} rank(s), {f['steps']} step(s), ranked by the predicted step time it "
-        f"recovers (measured {esc(ms(f['mean_step_ns']))} ms per step).</p>"
+        f"recovers (measured {esc(ms(f['measured_ns_per_step']))} ms per step).</p>"
     )
     body += f'<div class="scroll">{table("fix-first-table", FIX_COLS, f["rows"])}</div>'
     if f["rows_total"] > len(f["rows"]):

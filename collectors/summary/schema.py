@@ -736,7 +736,7 @@ class FixFirst(TypedDict):
     rank: Rank | None
     recovered_ns_per_step: float
     recovered_share: float
-    predicted_step_ns: dict[str, Int]
+    predicted_ns_by_step: dict[str, Int]
     assumptions: str
 
 
@@ -767,7 +767,7 @@ class PathStep(TypedDict):
     rank: Rank
     duration_ns: Int
     replayed_ns: Int | None
-    rank_durations_ns: dict[str, Int]
+    duration_ns_by_rank: dict[str, Int]
     segments: Count
     unresolved_waits: Count
     by_cause: list[PathCause]
@@ -778,11 +778,11 @@ class CriticalPathSection(TypedDict):
     """``critical_path`` (run level, written before ``ranks``)."""
 
     what_to_fix_first: list[FixFirst]
-    mean_step_ns: float
+    measured_ns_per_step: float
     ranks: list[Rank]
-    clock_offsets_ns: dict[str, Int]
+    clock_offset_ns_by_rank: dict[str, Int]
     matched_collectives: Count
-    measured_step_ns: dict[str, Int]
+    measured_ns_by_step: dict[str, Int]
     replay_exact: bool
     cause_ns_per_step: dict[str, float]
     unresolved_waits: Count

@@ -22,7 +22,7 @@ def _fix(kind: str, ns: float, category: str | None = None, rank: int | None = N
         "rank": rank,
         "recovered_ns_per_step": ns,
         "recovered_share": ns / 1000,
-        "predicted_step_ns": {"0": int(1000 - ns)},
+        "predicted_ns_by_step": {"0": int(1000 - ns)},
         "assumptions": "a",
     }
 

@@ -38,7 +38,7 @@ def test_cli_prints_fix_first_and_writes_json(tmp_path) -> None:
     assert "equals the measured step times" in r.stdout
     s = msgspec.json.decode(out.read_bytes())
     assert s["ranks"] == [0, 1] and s["matched_collectives"] == 5
-    assert set(s["measured_step_ns"]) == {"10", "11", "12", "13", "14"}
+    assert set(s["measured_ns_by_step"]) == {"10", "11", "12", "13", "14"}
 
 
 def test_cli_missing_input_and_bad_busbw_exit_2(tmp_path) -> None:
@@ -67,10 +67,10 @@ def test_analyze_json_of_eight_ranks_opens_with_the_critical_path_across_ranks(t
         for s in rec["windows"]["all_events"]["steps"]:
             truth.setdefault(s["step"], {})[str(rec["rank"])] = s["duration_ns"]
     assert cp["ranks"] == list(range(8)) and cp["matched_collectives"] == 3
-    assert cp["measured_step_ns"] == {str(k): max(v.values()) for k, v in truth.items()}
+    assert cp["measured_ns_by_step"] == {str(k): max(v.values()) for k, v in truth.items()}
     assert cp["replay_exact"] is True
     for step in cp["steps"]:
-        assert step["rank_durations_ns"] == truth[step["step"]]
+        assert step["duration_ns_by_rank"] == truth[step["step"]]
         assert step["replayed_ns"] == step["duration_ns"] == max(truth[step["step"]].values())
         assert sum(c["ns"] for c in step["by_cause"]) == step["duration_ns"]
     rec = [w["recovered_ns_per_step"] for w in cp["what_to_fix_first"]]
