@@ -57,6 +57,8 @@ def test_analyze_json_of_eight_ranks_opens_with_the_critical_path_across_ranks(t
     r = gpuscope("analyze", SAMPLES / "synthetic_8rank", "--json", out, "--no-cache")
     assert r.returncode == 0, r.stderr
     assert r.stdout.lstrip().startswith("What to fix first")
+    assert "[a] " in r.stdout  # each what-if's assumptions, under the table
+    assert r.stdout.index("Critical path by cause") < r.stdout.index("GPU time per rank")
     doc = json.loads(out.read_text())
     assert list(doc)[:4] == ["schema_version", "tool", "sources", "critical_path"]
     cp = doc["critical_path"]
