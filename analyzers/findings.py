@@ -3,8 +3,10 @@
 A pure function of the JSON summary (docs/report.md §4 lists every rule and threshold).  Each
 rule returns at most one record; ``value`` is the measured figure the threshold applies to and
 ``limit`` the threshold, in the same unit (%); ``impact`` is the share of time the problem
-concerns (0–1) and orders the findings, largest first (ties in rule order); at most
-:data:`MAX_FINDINGS` are kept.  ``reports/findings.py`` turns the records into text.
+concerns (0–1) and orders the findings, largest first (ties in rule order) — unless the
+summary has a ``critical_path`` section: then the time the corresponding what-if recovers
+orders them (:mod:`analyzers.critical_path.fix_order`); at most :data:`MAX_FINDINGS` are kept.
+``reports/findings.py`` turns the records into text.
 """
 
 from __future__ import annotations
@@ -341,7 +343,14 @@ RULES: tuple[Callable[[Summary], Finding | None], ...] = (
 
 
 def findings(summary: Summary) -> Sequence[Finding]:
-    """The findings of every rule, largest ``impact`` first (ties in rule order), at most 5."""
+    """The findings of every rule, at most 5: with a ``critical_path`` section, by the time the
+    corresponding what-if recovers (:func:`analyzers.critical_path.fix_order.by_recovered`),
+    else largest ``impact`` first (ties in rule order)."""
     found = [f for rule in RULES if (f := rule(summary)) is not None]
-    order = sorted(range(len(found)), key=lambda i: (-found[i].impact, i))
+    if summary.get("critical_path"):
+        from analyzers.critical_path.fix_order import by_recovered
+
+        order = by_recovered(summary, found)
+    else:
+        order = sorted(range(len(found)), key=lambda i: (-found[i].impact, i))
     return [found[i] for i in order[:MAX_FINDINGS]]

@@ -36,14 +36,12 @@ def run_critical_path(
     import msgspec
     from rich.console import Console
 
-    from analyzers.options import AnalysisOptions
     from collectors.load import load_traces
     from reports.critical_path_console import print_critical_path
-    from reports.critical_path_section import critical_path
+    from reports.critical_path_section import critical_path_of
 
     traces = load_traces(paths)
-    extras = {} if busbw is None else {"busbw_gbps": busbw}
-    section = critical_path(traces, AnalysisOptions(), extras)
+    section = critical_path_of(traces, busbw_gbps=busbw)
     out = Console(highlight=False)
     print_critical_path(section, out)
     if json_out is not None:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from reports import fmt
 from reports.comm_console import print_comm_sections
+from reports.critical_path_console import print_fix_first
 from reports.efficiency_console import print_efficiency_sections
 from reports.serving_console import print_serving_section
 from reports.wait_console import print_wait_sections
@@ -181,6 +182,8 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
     if not ranks:
         console.print("no ranks to analyse", markup=False)
         return
+    if summary.get("critical_path"):  # what to fix first, before everything else
+        print_fix_first(summary["critical_path"], console)
     for r in ranks[:DETAIL_RANKS]:
         console.print(_window_line(r))
         for note in [*(r.get("notes") or []), *((r.get("integrity") or {}).get("notes") or [])]:

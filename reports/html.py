@@ -1,9 +1,10 @@
 """The self-contained HTML report, rendered from the JSON summary only (docs/report.md).
 
 ``render_report(summary)`` returns the page; ``write_report(summary, path)`` writes it.  The
-page holds, top-down: header (and a PASS/FAIL banner when a gate result is given), headline
-cards, findings, step breakdown, top kernels, communication, occupancy, roofline, NVML
-counters, ranks × steps heatmap, definitions.  Its data payload is embedded as
+page holds, top-down: header (and a PASS/FAIL banner when a gate result is given), what to fix
+first (:mod:`reports.html_critical_path`), headline cards, findings, step breakdown, top
+kernels, communication, occupancy, roofline, NVML counters, ranks × steps heatmap,
+definitions.  Its data payload is embedded as
 ``<script type="application/json" id="gpuscope-data">`` (:mod:`reports.html_payload`).
 """
 
@@ -17,6 +18,7 @@ from collectors.errors import UsageError
 from reports import html_figures as figs
 from reports import html_sections as sec
 from reports import html_tables as tab
+from reports.html_critical_path import fix_first_section
 from reports.html_page import page, script_json
 from reports.html_payload import build_payload
 from reports.html_serving import serving_section
@@ -66,6 +68,7 @@ def render_report(
     body = "".join(
         [
             sec.header_section(p),
+            fix_first_section(p),
             sec.cards_section(p),
             sec.findings_section(p),
             sec.steps_section(p, frags),

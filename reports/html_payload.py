@@ -17,6 +17,7 @@ from analyzers.headline import cards
 from analyzers.stats import median
 from reports import html_series
 from reports.findings import findings
+from reports.html_critical_path import fix_first_payload
 from reports.html_metrics import Summary, collective_rows, num, ranks
 from reports.html_serving import serving_payload
 
@@ -382,6 +383,7 @@ def build_payload(summary: Summary, gate: Mapping[str, Any] | None = None) -> di
         "version": 1,
         "header": header(summary),
         "gate": gate_banner(gate),
+        "fix_first": fix_first_payload(summary),
         "cards": cards(summary),
         "integrity": integrity(summary),
         "findings": findings(summary),

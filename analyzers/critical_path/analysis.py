@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from analyzers.critical_path.blame import StepPath, cause_totals, mean, step_paths
+from analyzers.critical_path.rank_graph import RankGraph
 from analyzers.critical_path.simulate import Change, job_step_times, run
 from analyzers.critical_path.step_graph import StepGraph, build_step_graph
 from collectors.nccl_formulas import bus_factor, canonical_collective
@@ -57,10 +58,8 @@ class CriticalPath:
 def measured_job_step_times(g: StepGraph) -> dict[int, int]:
     """Per step, the slowest rank's measured ``completion − ProfilerStep start``."""
     out: dict[int, int] = {}
-    for p in g.ranks:
-        for num, s, _node, done in p.steps:
-            dur = int(done - p.ev.ts[s])
-            out[num] = max(out.get(num, dur), dur)
+    for st in g.steps:
+        out[st.num] = max(out.get(st.num, st.measured_ns), st.measured_ns)
     return out
 
 
@@ -109,14 +108,15 @@ def what_if(g: StepGraph, change: Change, measured: dict[int, int] | None = None
 
 
 def critical_path_analysis(
-    traces: Sequence[Trace], busbw_gbps: float | None = None
+    traces: Sequence[Trace | RankGraph], busbw_gbps: float | None = None
 ) -> CriticalPath:
-    """Paths, causes and ranked what-ifs of *traces* (one per rank; module docstring)."""
+    """Paths, causes and ranked what-ifs of *traces* (one per rank, or each rank's part
+    :func:`analyzers.critical_path.rank_graph.rank_graph`; module docstring)."""
     g = build_step_graph(traces)
     measured = measured_job_step_times(g)
-    times, _ = run(g)
-    replayed = job_step_times(g, times)
-    paths = step_paths(g)
+    baseline = run(g)
+    replayed = job_step_times(g, baseline[0])
+    paths = step_paths(g, baseline)
     changes = candidate_changes(g, paths)
     if busbw_gbps is not None:
         c = _busbw_change(g, busbw_gbps)

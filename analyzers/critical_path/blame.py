@@ -6,7 +6,8 @@ start; it crosses ranks through collective joins.  Its segments add up to the st
 exactly.  Causes (``cause``, with ``detail``):
 
 =========================  ===================================================================
-``compute``                a GPU kernel's execution (detail: :func:`kernel_category`)
+``compute``                a GPU kernel's execution (detail: its op category,
+                           :func:`analyzers.critical_path.sources.gpu_categories`)
 ``memory``                 a memcpy / memset
 ``exposed_communication``  a collective kernel or its transfer (detail: collective)
 ``late_rank``              on the path through a collective, the stretch the other ranks spent
@@ -14,7 +15,8 @@ exactly.  Causes (``cause``, with ``detail``):
                            was doing, the cause it would otherwise have)
 ``launch_gap``             GPU waiting for its launch: launch latency, stream gaps, and host time
                            of ops that launch GPU work
-``synchronisation``        a blocking sync call, and the wake-up after the awaited GPU work
+``synchronisation``        a blocking sync call, the wake-up after the awaited GPU work, and a
+                           row waiting on another stream (``cross-stream wait``)
 ``data_loading``           host ops whose name says data loading (DataLoader, data_load)
 ``cpu``                    other host time (CPU ops, gaps between ops; ``untracked``: time
                            before work the graph has no predecessor for)
@@ -23,16 +25,13 @@ exactly.  Causes (``cause``, with ``detail``):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from analyzers.critical_path.simulate import run
-from analyzers.critical_path.sources import kernel_category
-from analyzers.critical_path.step_graph import KINDS, StepGraph, sync_call
+from analyzers.critical_path.step_graph import KINDS, StepGraph
 
-DATA_LOADING = re.compile(r"DataLoader|data_load|dataloader|_next_data|fetch", re.I)
 CAUSES = (
     "compute",
     "memory",
@@ -70,6 +69,9 @@ class StepPath:
     duration_ns: int
     rank_durations: dict[int, int]
     segments: list[Segment] = field(default_factory=list)
+    unresolved_waits: int = 0
+    """Nodes on the path that follow a cross-stream wait the trace does not resolve
+    (``wait_on_*`` fields missing): the path may have missed a dependency there."""
 
     def by_cause(self) -> dict[tuple[str, str, int], int]:
         """``{(cause, detail, rank): ns}`` (rank -1 except for ``late_rank``)."""
@@ -81,56 +83,29 @@ class StepPath:
 
 
 def _label(g: StepGraph, e: int) -> tuple[str, str, str]:
-    kind = KINDS[int(g.kind[e])]
-    u, v = int(g.src[e]), int(g.dst[e])
-    rank = int(g.node_rank[v] if g.node_rank[v] >= 0 else g.node_rank[u])
-    part = g.ranks_by_id.get(rank)
-    ev_pos = int(g.node_event[v] if g.node_event[v] >= 0 else g.node_event[u])
-    name = str(part.ev.name[ev_pos]) if part is not None and ev_pos >= 0 else ""
-    if kind in ("gpu", "transfer"):
-        cat = kernel_category(name)
-        if cat == "communication" or kind == "transfer":
-            return "exposed_communication", name.split("(")[0][:60], name
-        if cat == "memory":
-            return "memory", name.split(" (")[0], name
-        return "compute", cat, name
-    if kind in ("launch", "stream"):
-        return "launch_gap", kind, name
-    if kind == "sync":
-        return "synchronisation", name, name
-    if kind in ("arrive", "complete"):
-        return "cpu", kind, name
-    # host edge: the time belongs to the op it ends in (or the parent op between siblings)
-    if part is None or ev_pos < 0:
-        return "cpu", "", name
-    if sync_call(name):
-        return "synchronisation", name, name
-    if DATA_LOADING.search(name):
-        return "data_loading", name, name
-    ev_u = int(g.node_event[u])
-    in_step = part.is_step[ev_pos] or part.is_step[ev_u]
-    if part.launches_gpu[ev_pos] and part.launches_gpu[ev_u] and not in_step:
-        return "launch_gap", "host", name
-    return "cpu", "", name
+    return str(g.cause[e]), str(g.detail[e]), str(g.name[e])
 
 
-def step_paths(g: StepGraph) -> list[StepPath]:
-    """The path of every step (module docstring), steps in number order."""
-    times, why = run(g)
-    per_step: dict[int, list[tuple[int, int, int, int]]] = {}
-    for p in g.ranks:
-        for num, s, node, _ in p.steps:
-            per_step.setdefault(num, []).append((p.rank, int(p.start[s]), node, 0))
+def step_paths(
+    g: StepGraph, measured: tuple[np.ndarray, np.ndarray] | None = None
+) -> list[StepPath]:
+    """The path of every step (module docstring), steps in number order; *measured*: the
+    replay with no change (:func:`analyzers.critical_path.simulate.run`), when already done."""
+    times, why = measured if measured is not None else run(g)
+    per_step: dict[int, list[tuple[int, int, int]]] = {}
+    for st in g.steps:
+        per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
     for num in sorted(per_step):
         rows = per_step[num]
-        durs = {r: int(times[c] - times[s]) for r, s, c, _ in rows}
-        rank, s_node, c_node, _ = max(rows, key=lambda x: (durs[x[0]], -x[0]))
+        durs = {r: int(times[c] - times[s]) for r, s, c in rows}
+        rank, s_node, c_node = max(rows, key=lambda x: (durs[x[0]], -x[0]))
         path = StepPath(num, rank, durs[rank], durs)
         lo = int(times[s_node])
         v = c_node
         segs: list[Segment] = []
         on_path: set[int] = set()
+        transfer = KINDS.index("transfer")
         while v != s_node:
             e = int(why[v])
             if e < 0:  # a node the graph does not explain (no predecessor): untracked time
@@ -139,8 +114,10 @@ def step_paths(g: StepGraph) -> list[StepPath]:
                     segs.append(Segment(r, lo, int(times[v]), "cpu", "untracked", ""))
                 break
             u = int(g.src[e])
-            if KINDS[int(g.kind[e])] == "transfer":
+            if g.kind[e] == transfer:
                 on_path.add(u)
+            if g.unresolved[e]:
+                path.unresolved_waits += 1
             a, b = max(int(times[u]), lo), int(times[v])
             if b > a:
                 cause, detail, name = _label(g, e)

@@ -252,7 +252,7 @@ def _queue_lengths(ev: Events) -> dict[int, int]:
     return dict(zip(pos.tolist(), q.tolist(), strict=True))
 
 
-def _event_records(ev: Events) -> dict[int, int]:
+def event_records(ev: Events) -> dict[int, int]:
     """``cudaEventRecord`` correlation → the launch call (position) of the last kernel launched on
     the recorded stream before it (HTA ``_get_cuda_event_record_df``); needs the sync rows'
     ``wait_on_stream`` / ``wait_on_event_correlation``."""
@@ -308,7 +308,7 @@ def _kernel_edges(
     opts: HtaOptions,
 ) -> None:
     q = _queue_lengths(ev)
-    records = _event_records(ev)
+    records = event_records(ev)
     rows = np.flatnonzero(
         clipped
         & ((ev.stream != -1) | np.isin(ev.name, STREAMLESS_SYNC))

@@ -1,21 +1,25 @@
-"""What-if replays of a :class:`StepGraph` (docs/critical-path.md "Simulator").
+"""What-if replays of a :class:`StepGraph` (docs/critical-path.md §4).
 
 A change rewrites edge delays and the graph is replayed (:func:`analyzers.critical_path.paths.
 replay`): nodes without predecessors keep their measured time, every other node starts at the
 latest of its predecessors plus delay.  A step's predicted time is, over its ranks, the largest
 ``completion − ProfilerStep start``; with no change it equals the measured one exactly.
 
-Changes (:class:`Change`):
+Changes (:class:`Change`; each states its assumptions in :attr:`Change.assumptions`):
 
-* ``faster``: GPU rows of one :func:`kernel_category` run ``factor`` times faster;
+* ``faster``: GPU rows of one op category run ``factor`` times faster;
 * ``rank_on_time``: the rank that arrived last at a collective arrives with the others — the
   stretch of its critical path that the other ranks spent waiting is removed;
-* ``cuda_graphs``: launch gaps closed — launch and stream-order edges carry no delay, and the
-  host time of ops that launch GPU work is gone (captured into one graph launch);
+* ``cuda_graphs``: the work is replayed from a CUDA graph — the host time of ops that launch GPU
+  work is gone, and every launch and stream-order edge keeps ``min(measured gap, node_ns)``
+  (:data:`GRAPH_NODE_NS`: the per-node cost a graph replay keeps): a row that waited for its
+  launch now starts ``node_ns`` after its stream predecessor, one that ran back to back stays so;
+  a row that follows a cross-stream wait the trace does not resolve keeps its measured gaps (it
+  may have waited for another stream, which a graph does not remove);
 * ``overlap_comm``: communication fully overlapped — collective kernels and transfers take no
   time on the path (arrival waits stay);
-* ``busbw``: every matched collective's transfer takes ``S × factor / busbw`` (nccl-tests' bus
-  bandwidth definition) at ``busbw_gbps``.
+* ``busbw``: every matched collective takes ``S × factor / busbw`` (nccl-tests' bus bandwidth
+  definition) after its last rank arrived, at ``busbw_gbps``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,28 @@ from analyzers.critical_path.paths import replay
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
 NO_ANCHOR = -(2**62)
+GRAPH_NODE_NS = 1_000
+"""Per-node cost of a CUDA-graph replay kept by the ``cuda_graphs`` what-if: a replayed row that
+waited for its launch starts 1 µs after its stream predecessor ended (or after its launch).  An
+assumed figure, of the order of the kernel-to-kernel gap of graph replays on current NVIDIA GPUs
+(not measured by gpuscope); :class:`Change` ``node_ns`` sets another."""
+
+ASSUMPTIONS = {
+    "faster": "only kernels of this category run faster; they keep their order and streams, "
+    "nothing else speeds up or waits less",
+    "rank_on_time": "the rank's own work in the stretch the others waited for it is removed; "
+    "its work before that window and every other rank are unchanged",
+    "cuda_graphs": "every op that launches GPU work is captured: its host time is gone; a GPU row "
+    "that waited for its launch still starts {node_us:g} µs after its stream predecessor (the "
+    "per-node cost of a graph replay, assumed); host work outside launching ops and the gaps "
+    "before rows that follow an unresolved cross-stream wait stay",
+    "overlap_comm": "collective kernels and transfers take no time on the path; ranks still wait "
+    "for the last one to arrive, and compute does not slow down from sharing the GPU",
+    "busbw": "each matched collective ends S × bus factor / {busbw:g} GB/s after its last rank "
+    "arrived (nccl-tests' busbw definition; S = the message size the trace records)",
+    "none": "the measured graph",
+}
+"""What each what-if assumes (printed beside it in the console, the JSON and the report)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +67,8 @@ class Change:
     busbw_gbps: float = 0.0
     transfer_ns: tuple[tuple[int, int], ...] = ()
     """(join node, new transfer ns) for ``busbw`` (computed by the caller from the message)."""
+    node_ns: int = GRAPH_NODE_NS
+    """``cuda_graphs``: the per-node cost a graph replay keeps (ns)."""
 
     @property
     def label(self) -> str:
@@ -56,6 +84,12 @@ class Change:
             return f"collectives at {self.busbw_gbps:g} GB/s bus bandwidth"
         return "no change"
 
+    @property
+    def assumptions(self) -> str:
+        """What the prediction assumes (:data:`ASSUMPTIONS`)."""
+        text = ASSUMPTIONS.get(self.kind, ASSUMPTIONS["none"])
+        return text.format(node_us=self.node_ns / 1000, busbw=self.busbw_gbps)
+
 
 def anchors(g: StepGraph) -> np.ndarray:
     """Measured time for nodes without predecessors and for step starts (a what-if applies
@@ -63,9 +97,8 @@ def anchors(g: StepGraph) -> np.ndarray:
     has_pred = np.zeros(len(g.node_time), bool)
     has_pred[g.dst] = True
     out = np.where(has_pred, NO_ANCHOR, g.node_time)
-    for p in g.ranks:
-        for _num, s, _node, _done in p.steps:
-            out[int(p.start[s])] = g.node_time[int(p.start[s])]
+    for st in g.steps:
+        out[st.start] = g.node_time[st.start]
     return out
 
 
@@ -79,34 +112,29 @@ def delays(g: StepGraph, c: Change) -> np.ndarray:
     """The edge delays under change *c*."""
     d = g.delay.astype(np.float64)
     kind = g.kind
+    gpu = kind == KINDS.index("gpu")
     if c.kind == "faster":
-        gpu = np.flatnonzero(kind == KINDS.index("gpu"))
-        hit = gpu[[g.category(int(e)) == c.category for e in gpu.tolist()]]
-        d[hit] = np.where(g.binding[hit], d[hit] / c.factor, d[hit])
+        hit = np.flatnonzero(gpu & (g.category == c.category) & g.binding)
+        d[hit] = d[hit] / c.factor
     elif c.kind == "cuda_graphs":
-        d[(kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))] = np.minimum(
-            d[(kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))], 0
-        )
-        host = np.flatnonzero(kind == KINDS.index("host"))
-        launching = np.zeros(len(host), bool)
-        for p in g.ranks:
-            mine = g.node_rank[g.dst[host]] == p.rank
-            ev_u = g.node_event[g.src[host[mine]]]
-            ev_v = g.node_event[g.dst[host[mine]]]
-            launching[np.flatnonzero(mine)] = p.launches_gpu[ev_u] & p.launches_gpu[ev_v]
-        d[host[launching]] = np.minimum(d[host[launching]], 0)
+        gaps = (kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))
+        gaps = np.flatnonzero(gaps & ~g.unresolved)  # a wait on another stream stays
+        gap = g.node_time[g.dst[gaps]] - g.node_time[g.src[gaps]]
+        d[gaps] = np.minimum(np.maximum(gap, np.minimum(d[gaps], 0)), c.node_ns)
+        d[g.launching] = np.minimum(d[g.launching], 0)
     elif c.kind == "overlap_comm":
-        gpu = np.flatnonzero(kind == KINDS.index("gpu"))
-        comm = gpu[[g.category(int(e)) == "communication" for e in gpu.tolist()]]
+        comm = gpu & (g.category == "communication")
         d[comm] = np.minimum(d[comm], 0)
         tr = kind == KINDS.index("transfer")
         d[tr] = np.minimum(d[tr], 0)
     elif c.kind == "busbw":
         new = dict(c.transfer_ns)
-        for e in np.flatnonzero(kind == KINDS.index("transfer")).tolist():
-            j = int(g.src[e])
-            if j in new and g.binding[e]:
-                d[e] = new[j]
+        for j in g.joins:
+            if j.node not in new:
+                continue
+            k = list(j.kernel_edges)
+            d[k] = np.minimum(d[k], 0)
+            d[list(j.transfer_edges)] = new[j.node]
     elif c.kind == "rank_on_time":
         _rank_on_time(g, c.rank, d)
     return np.round(d).astype(np.int64)
@@ -137,9 +165,8 @@ def _rank_on_time(g: StepGraph, rank: int, d: np.ndarray) -> None:
 def step_times(g: StepGraph, times: np.ndarray) -> dict[int, dict[int, int]]:
     """``{step: {rank: completion − ProfilerStep start}}`` for node *times*."""
     out: dict[int, dict[int, int]] = {}
-    for p in g.ranks:
-        for num, s, node, _done in p.steps:
-            out.setdefault(num, {})[p.rank] = int(times[node] - times[int(p.start[s])])
+    for st in g.steps:
+        out.setdefault(st.num, {})[st.rank] = int(times[st.done] - times[st.start])
     return out
 
 

@@ -1,16 +1,16 @@
 """What the critical-path analysis takes from outside the package, each behind one function.
 
-* :func:`collectives_of` — the per-rank collectives table (today ``Trace.collectives``; being
-  moved into ``analyzers/`` — re-point this one line);
-* :func:`kernel_category` — a small name-based kernel classifier (to be re-pointed at the real
-  op-category table);
-* :func:`optional_gpu_column` — sync-event fields the trace model does not carry yet
-  (``wait_on_stream``, ``wait_on_event_correlation``, see docs/critical-path.md "Model fields").
+* :func:`collectives_of` — the per-rank collectives table (:mod:`analyzers.collectives`);
+* :func:`gpu_categories` / :func:`kernel_category` — the op categories of
+  :mod:`analyzers.serving.categories` (GEMM, attention, MoE, …: the serving breakdown's), so
+  that blame and the serving breakdown name a kernel alike;
+* :func:`optional_gpu_column` — the sync rows' ``wait_on_stream`` /
+  ``wait_on_event_correlation`` and the rows' ``event_index`` (docs/critical-path.md "Model
+  fields"), read when the model carries them and -1 (unknown) when it does not.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
     from collectors.model import Trace
 
+COMMUNICATION = "communication"
+MEMORY = "memory"
+OTHER = "other"
+"""The categories the graph treats specially (values of :data:`analyzers.serving.CATEGORIES`)."""
+
 
 def collectives_of(trace: Trace) -> pd.DataFrame:
     """The rank's collectives table (:func:`analyzers.collectives.collectives_table`)."""
@@ -28,26 +33,25 @@ def collectives_of(trace: Trace) -> pd.DataFrame:
     return collectives_table(trace)
 
 
-_CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("communication", re.compile(r"^(nccl|rccl|hccl|ncclDevKernel)", re.I)),
-    ("memory", re.compile(r"^(Memcpy|Memset|\[CUDA mem)", re.I)),
-    ("gemm", re.compile(r"gemm|xmma|cutlass|matmul|_mm_|sgemm|hgemm|wgmma|cublas", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|sdpa|softmax", re.I)),
-    ("conv", re.compile(r"conv|implicit_?gemm|winograd|fft2d|cudnn", re.I)),
-    ("norm", re.compile(r"norm|layer_?norm|batch_?norm|rms", re.I)),
-    ("reduce", re.compile(r"reduce|sum_kernel|mean|argmax", re.I)),
-    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|pointwise|triton_poi", re.I)),
-)
+def gpu_categories(trace: Trace) -> np.ndarray:
+    """The op category of every ``gpu`` row (object array, ``gpu`` order): for GPU work rows
+    :func:`analyzers.serving.categories.categorize` of :func:`analyzers.serving.ops.kernel_ops`
+    (the launching op's name first, then the kernel name); ``other`` for sync rows."""
+    from analyzers.serving.categories import categorize
+    from analyzers.serving.ops import kernel_ops
+
+    out = np.full(len(trace.gpu), OTHER, dtype=object)
+    kops = kernel_ops(trace)
+    if len(kops):
+        out[kops["gpu_row"].to_numpy(dtype=np.int64)] = categorize(kops)
+    return out
 
 
-def kernel_category(name: str) -> str:
-    """Category of a GPU event by its name: the first matching rule of ``communication``,
-    ``memory``, ``gemm``, ``attention``, ``conv``, ``norm``, ``reduce``, ``elementwise``;
-    otherwise ``other``.  A placeholder for the op-category table (one function to re-point)."""
-    for cat, pattern in _CATEGORY_RULES:
-        if pattern.search(name):
-            return cat
-    return "other"
+def kernel_category(name: str, op: str | None = None) -> str:
+    """The op category of one kernel by its name (and its op's name when known)."""
+    from analyzers.serving.categories import kernel_category as categories
+
+    return str(categories([name], ops=None if op is None else [op])[0])
 
 
 def optional_gpu_column(trace: Trace, column: str) -> np.ndarray:

@@ -1,20 +1,11 @@
-"""The multi-rank dependency graph the simulator replays (docs/critical-path.md "Step graph").
+"""The multi-rank dependency graph the simulator replays (docs/critical-path.md §2).
 
-Nodes are the start and end of each rank's host ops (CPU ops, runtime/driver calls and the
-``ProfilerStep`` ranges, positive duration), its GPU rows with a stream (kernels, copies, sets),
-one *join* node per collective matched across ranks, and one *completion* node per (rank, step).
-Edges (``kind``):
-
-=============  ==================================================================
-``host``       call-stack order on a thread: the previous node of HTA's walk → the next
-``gpu``        a GPU row's start → its end
-``stream``     the previous row on the stream's end → the row's start
-``launch``     the launching call's start → the GPU row's start
-``sync``       the awaited GPU row's end → a blocking call's end (Stream/Context/Event Sync)
-``arrive``     a rank's collective kernel start → the join (clock offset applied)
-``transfer``   the join → each rank's collective kernel end
-``complete``   the step's ``ProfilerStep`` end and its GPU rows' ends → the completion node
-=============  ==================================================================
+:func:`build_step_graph` stitches the ranks' parts (:mod:`analyzers.critical_path.rank_graph`:
+host ops, GPU rows, launches, syncs, waits and step completions of one rank) with one *join*
+node per collective matched across ranks (process group + ``Seq``, falling back to the n-th
+collective of the group): ``arrive`` edges from each rank's collective kernel start to the join,
+``transfer`` edges from the join to each rank's kernel end — a collective ends when its last
+rank has arrived.
 
 Every node's *binding* in-edge is the one from the predecessor that happened last; it gets the
 measured gap as delay, the others ``min(0, gap)``.  Replaying the delays therefore reproduces
@@ -25,41 +16,37 @@ collectives' kernel ends (a collective ends together on every rank).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.critical_path.callstack import thread_walks
-from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
 from analyzers.critical_path.paths import topological_order
-from analyzers.critical_path.sources import collectives_of, kernel_category
+from analyzers.critical_path.rank_graph import (
+    KINDS,
+    SYNC_CALL_NAMES,
+    RankGraph,
+    rank_graph,
+)
 
 if TYPE_CHECKING:
     from collectors.model import Trace
 
-KINDS = ("host", "gpu", "stream", "launch", "sync", "arrive", "transfer", "complete")
-STEP_RE_PREFIX = "ProfilerStep#"
-SYNC_CALL_NAMES = frozenset(
-    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"}
-)
+__all__ = ["KINDS", "Join", "StepGraph", "StepRef", "build_step_graph", "sync_call"]
 
 
-@dataclass
-class RankPart:
-    """One rank's events and the node ids of their start / end (-1 when not a node)."""
+@dataclass(frozen=True)
+class StepRef:
+    """One (rank, step): its number, its ``ProfilerStep`` start node and completion node, and
+    its measured ``completion − start`` (ns)."""
 
     rank: int
-    ev: Events
-    start: np.ndarray
-    end: np.ndarray
-    launches_gpu: np.ndarray
-    """Host events that are, or contain, a launch call."""
-    is_step: np.ndarray
-    """``ProfilerStep#N`` host events."""
-    steps: list[tuple[int, int, int, int]]
-    """(step number, ProfilerStep event, completion node, measured completion ns)."""
+    num: int
+    start: int
+    done: int
+    measured_ns: int
 
 
 @dataclass(frozen=True)
@@ -78,271 +65,232 @@ class Join:
     message_bytes: float
     group_size: float
     link_peak_gbps: float
+    kernel_edges: tuple[int, ...] = ()
+    """The ``gpu`` edges of the ranks' collective kernels."""
+    transfer_edges: tuple[int, ...] = ()
 
 
 @dataclass
 class StepGraph:
-    """All ranks' nodes and edges (module docstring) with the measured times."""
+    """All ranks' nodes and edges with the measured times (module docstring)."""
 
-    ranks: list[RankPart]
+    ranks: list[int]
     node_time: np.ndarray
     """Measured time of each node on the aligned clock (ns)."""
     node_rank: np.ndarray
-    node_event: np.ndarray
-    """Event position in its rank's :class:`Events` (-1 for join / completion nodes)."""
+    """Rank of each node (-1 for join nodes)."""
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
     """Index into :data:`KINDS`."""
+    cause: np.ndarray
+    detail: np.ndarray
+    name: np.ndarray
+    category: np.ndarray
+    launching: np.ndarray
+    unresolved: np.ndarray
+    """Per edge, as in :class:`~analyzers.critical_path.rank_graph.RankGraph`."""
     delay: np.ndarray
     binding: np.ndarray
     """True for each node's binding in-edge."""
+    steps: list[StepRef]
     joins: list[Join]
     offsets: dict[int, int]
     topo: list[int]
     pred: list[list[tuple[int, int]]]
-
-    def category(self, e: int) -> str:
-        """kernel_category of the GPU row of a ``gpu`` edge."""
-        r = self.ranks_by_id[int(self.node_rank[self.src[e]])]
-        return kernel_category(str(r.ev.name[int(self.node_event[self.src[e]])]))
-
-    @property
-    def ranks_by_id(self) -> dict[int, RankPart]:
-        return {p.rank: p for p in self.ranks}
+    dropped_edges: int = 0
+    """``launch`` / ``stream`` edges left out because they point back in time
+    (:func:`_forward_only`)."""
 
 
-class _Builder:
-    def __init__(self) -> None:
-        self.t: list[int] = []
-        self.rank: list[int] = []
-        self.event: list[int] = []
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.kind: list[int] = []
-
-    def nodes(self, times: np.ndarray, rank: int, events: np.ndarray) -> np.ndarray:
-        base = len(self.t)
-        self.t.extend(times.tolist())
-        self.rank.extend([rank] * len(times))
-        self.event.extend(events.tolist())
-        return np.arange(base, base + len(times), dtype=np.int64)
-
-    def edges(self, u: np.ndarray | list[int], v: np.ndarray | list[int], kind: str) -> None:
-        uu, vv = np.asarray(u, np.int64), np.asarray(v, np.int64)
-        ok = (uu >= 0) & (vv >= 0) & (uu != vv)
-        self.src.extend(uu[ok].tolist())
-        self.dst.extend(vv[ok].tolist())
-        self.kind.extend([KINDS.index(kind)] * int(ok.sum()))
+def _matched(parts: Sequence[RankGraph]) -> dict[str, dict[int, int]]:
+    """Per collective key seen on ≥ 2 ranks: ``{rank: position in the rank's collectives}``."""
+    by_key: dict[str, dict[int, int]] = {}
+    for p in parts:
+        for i, key in enumerate(p.coll_key.tolist()):
+            by_key.setdefault(str(key), {})[p.rank] = i
+    return {k: v for k, v in by_key.items() if len(v) >= 2}
 
 
-def _step_numbers(ev: Events, host_steps: np.ndarray) -> list[int]:
-    out = []
-    for s in ev.name[host_steps].tolist():
-        tail = s[len(STEP_RE_PREFIX) :]
-        out.append(int(tail) if tail.isdigit() else -1)
-    return out
-
-
-def _rank_part(b: _Builder, trace: Trace) -> RankPart:
-    ev = build_events(trace)
-    dur = ev.end - ev.ts
-    is_step = ev.is_host & np.array([s.startswith(STEP_RE_PREFIX) for s in ev.name.tolist()])
-    host = ev.is_host & (dur > 0) & (np.isin(ev.cat, NODE_CATS) | is_step)
-    gpu = ~ev.is_host & (ev.stream >= 0) & np.isin(ev.cat, ("kernel", "gpu_memcpy", "gpu_memset"))
-    members = np.flatnonzero(host | gpu)
-    start = np.full(len(ev), -1, np.int64)
-    end = np.full(len(ev), -1, np.int64)
-    start[members] = b.nodes(ev.ts[members], trace.rank, members)
-    end[members] = b.nodes(ev.end[members], trace.rank, members)
-    launches_gpu = np.zeros(len(ev), bool)
-    is_launch = np.isin(ev.name, list(LAUNCH_NAMES))
-    for walk in thread_walks(ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)):
-        last = -1
-        stack: list[int] = []
-        us: list[int] = []
-        vs: list[int] = []
-        for e, entering, _parent in walk:
-            node = int(start[e] if entering else end[e])
-            if entering:
-                stack.append(e)
-                if is_launch[e]:
-                    launches_gpu[stack] = True
-            elif stack:
-                stack.pop()
-            us.append(last)
-            vs.append(node)
-            last = node
-        b.edges(us, vs, "host")
-    g_rows = np.flatnonzero(gpu)
-    b.edges(start[g_rows], end[g_rows], "gpu")
-    order = g_rows[np.lexsort((ev.ts[g_rows], ev.stream[g_rows], ev.pid[g_rows]))]
-    same = (ev.stream[order][1:] == ev.stream[order][:-1]) & (
-        ev.pid[order][1:] == ev.pid[order][:-1]
-    )
-    b.edges(end[order][:-1][same], start[order][1:][same], "stream")
-    lk = ev.link[g_rows]
-    b.edges(np.where(lk >= 0, start[np.maximum(lk, 0)], -1), start[g_rows], "launch")
-    _sync_edges(b, ev, start, end, order)
-    steps: list[tuple[int, int, int, int]] = []
-    host_steps = np.flatnonzero(is_step & host)
-    host_steps = host_steps[np.argsort(ev.ts[host_steps], kind="stable")]
-    launch_of = np.where(lk >= 0, ev.ts[np.maximum(lk, 0)], -1)
-    for num, s in zip(_step_numbers(ev, host_steps), host_steps.tolist(), strict=True):
-        inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
-        ends = np.concatenate([[end[s]], end[g_rows[inside]]])
-        done = int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s])))
-        node = int(b.nodes(np.array([done]), trace.rank, np.array([-1]))[0])
-        b.edges(ends, np.full(len(ends), node), "complete")
-        steps.append((num, s, node, done))
-    return RankPart(trace.rank, ev, start, end, launches_gpu, is_step, steps)
-
-
-def _sync_edges(
-    b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray, order: np.ndarray
-) -> None:
-    """Awaited GPU row's end → the blocking call's end: per Stream/Context Sync row, the rows on
-    its stream (all streams of the device) that ended last before the sync ended."""
-    syncs = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0))
-    us: list[int] = []
-    vs: list[int] = []
-    for r in syncs.tolist():
-        call = int(ev.link[r])
-        if end[call] < 0 or ev.name[r] not in ("Stream Sync", "Context Sync"):
-            continue
-        cand = order[(ev.pid[order] == ev.pid[r]) & (ev.end[order] <= ev.end[r])]
-        if ev.name[r] == "Stream Sync":
-            cand = cand[ev.stream[cand] == ev.stream[r]]
-        for s in np.unique(ev.stream[cand]).tolist():
-            c = cand[ev.stream[cand] == s]
-            if len(c):
-                us.append(int(end[c[np.argmax(ev.end[c])]]))
-                vs.append(int(end[call]))
-    b.edges(us, vs, "sync")
-
-
-def _collective_rows(part: RankPart, trace: Trace) -> list[tuple[str, int, str, dict[str, float]]]:
-    """(match key, GPU event position, collective, size facts) of the rank's collectives, in
-    issue order; keys are ``pg#seqN`` when the rank records ``Seq``, else ``pg#ordinal``."""
-    c = collectives_of(trace)
-    if c is None or not len(c):
-        return []
-    out = []
-    counts: dict[str, int] = {}
-    cols = c.sort_values("start_ns", kind="stable")
-    row: Any
-    for row in cols.itertuples(index=False):
-        pg = str(row.pg_name) if isinstance(row.pg_name, str) else "?"
-        n = counts.get(pg, 0)
-        counts[pg] = n + 1
-        key = f"{pg}#seq{row.seq}" if int(row.seq) >= 0 else f"{pg}#{n}"
-        pos = part.ev.n_host + int(row.gpu_row)
-        facts = {
-            "message_bytes": float(row.message_bytes),
-            "group_size": float(row.group_size),
-            "link_peak_gbps": float(row.link_peak_gbps),
-        }
-        out.append((key, pos, str(row.collective), facts))
-    return out
-
-
-def build_step_graph(traces: Sequence[Trace]) -> StepGraph:
-    """The graph of *traces* (one per rank) with measured delays (module docstring)."""
-    b = _Builder()
-    parts = [_rank_part(b, t) for t in traces]
-    coll = {p.rank: _collective_rows(p, t) for p, t in zip(parts, traces, strict=True)}
-    by_key: dict[str, dict[int, tuple[int, str]]] = {}
-    facts: dict[str, dict[str, float]] = {}
-    for rank, rows in coll.items():
-        for key, pos, name, f in rows:
-            by_key.setdefault(key, {})[rank] = (pos, name)
-            facts.setdefault(key, f)
-    matched = {k: v for k, v in by_key.items() if len(v) >= 2}
-    offsets = _offsets(parts, matched)
-    t_local = np.asarray(b.t, np.int64)
-    rank_arr = np.asarray(b.rank, np.int64)
-    joins: list[Join] = []
-    pmap = {p.rank: p for p in parts}
-    for key, per in matched.items():
-        arrivals = {r: int(pmap[r].ev.ts[pos]) + offsets[r] for r, (pos, _) in per.items()}
-        late = max(arrivals, key=lambda r: (arrivals[r], -r))
-        others = [a for r, a in arrivals.items() if r != late]
-        node = int(b.nodes(np.array([arrivals[late]]), -1, np.array([-1]))[0])
-        b.edges(
-            [int(pmap[r].start[pos]) for r, (pos, _) in per.items()], [node] * len(per), "arrive"
-        )
-        b.edges(
-            [node] * len(per), [int(pmap[r].end[pos]) for r, (pos, _) in per.items()], "transfer"
-        )
-        f = facts[key]
-        joins.append(
-            Join(
-                node,
-                key,
-                next(iter(per.values()))[1],
-                sorted(per),
-                late,
-                arrivals[late] - max(others),
-                arrivals,
-                f["message_bytes"],
-                f["group_size"],
-                f["link_peak_gbps"],
-            )
-        )
-    t_all = np.asarray(b.t, np.int64)
-    rank_arr = np.asarray(b.rank, np.int64)
-    off = np.array([offsets.get(int(r), 0) if r >= 0 else 0 for r in rank_arr.tolist()], np.int64)
-    aligned = t_all + off
-    aligned[len(t_local) :] = t_all[len(t_local) :]  # join nodes are on the aligned clock
-    src, dst = np.asarray(b.src, np.int64), np.asarray(b.dst, np.int64)
-    kind = np.asarray(b.kind, np.int64)
-    gap = aligned[dst] - aligned[src]
-    binding = np.zeros(len(src), bool)
-    if len(src):
-        seq = np.lexsort((-aligned[src], dst))
-        first = np.r_[True, dst[seq][1:] != dst[seq][:-1]]
-        binding[seq[first]] = True
-    delay = np.where(binding, gap, np.minimum(gap, 0))
-    n = len(aligned)
-    topo = topological_order(n, src, dst)
-    pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for e, (u, v) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
-        pred[v].append((u, e))
-    return StepGraph(
-        parts,
-        aligned,
-        rank_arr,
-        np.asarray(b.event, np.int64),
-        src,
-        dst,
-        kind,
-        delay,
-        binding,
-        joins,
-        offsets,
-        topo,
-        pred,
-    )
-
-
-def _offsets(
-    parts: list[RankPart], matched: dict[str, dict[int, tuple[int, str]]]
-) -> dict[int, int]:
+def _offsets(parts: Sequence[RankGraph], matched: dict[str, dict[int, int]]) -> dict[int, int]:
     """Per rank, the clock offset onto the first rank's clock: the median over matched
     collectives of (first rank's kernel end − this rank's kernel end); 0 when unmatched."""
     if not parts:
         return {}
-    ref = parts[0].rank
-    pmap = {p.rank: p for p in parts}
-    out = {ref: 0}
+    ref = parts[0]
+    out = {ref.rank: 0}
     for p in parts[1:]:
         diffs = [
-            int(pmap[ref].ev.end[per[ref][0]]) - int(p.ev.end[per[p.rank][0]])
+            int(ref.node_time[ref.coll_end[per[ref.rank]]])
+            - int(p.node_time[p.coll_end[per[p.rank]]])
             for per in matched.values()
-            if ref in per and p.rank in per
+            if ref.rank in per and p.rank in per
         ]
         out[p.rank] = int(np.median(diffs)) if diffs else 0
     return out
+
+
+def _forward_only(parts: list[RankGraph]) -> tuple[list[RankGraph], int]:
+    """The parts without the ``launch`` / ``stream`` edges whose end is measured before their
+    start (a row starting before its launch call, or before its stream predecessor ended:
+    clock skew or overlapping rows).  Such edges could close a cycle; leaving them out keeps
+    the replay exact (each node's binding edge is chosen among the edges kept)."""
+    out, dropped = [], 0
+    back = (KINDS.index("launch"), KINDS.index("stream"))
+    for p in parts:
+        bad = np.isin(p.kind, back) & (p.node_time[p.dst] < p.node_time[p.src])
+        n = int(bad.sum())
+        if n:
+            keep = ~bad
+            fields = ("src", "dst", "kind", "cause", "detail", "name", "category")
+            p = dataclasses.replace(
+                p,
+                **{f: getattr(p, f)[keep] for f in (*fields, "launching", "unresolved")},
+            )
+            dropped += n
+        out.append(p)
+    return out, dropped
+
+
+def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
+    """The graph of the ranks' *parts* (a :class:`RankGraph` per rank, or the rank's Trace)
+    with measured delays (module docstring)."""
+    ps = [p if isinstance(p, RankGraph) else rank_graph(p) for p in parts]
+    ps, dropped = _forward_only(ps)
+    matched = _matched(ps)
+    offsets = _offsets(ps, matched)
+    base = np.cumsum([0] + [p.n_nodes for p in ps])
+    ebase = np.cumsum([0] + [len(p.src) for p in ps])
+    n_local = int(base[-1])
+    pmap = {p.rank: (p, int(b)) for p, b in zip(ps, base.tolist(), strict=False)}
+    times = [p.node_time + offsets[p.rank] for p in ps]
+    src = [p.src + b for p, b in zip(ps, base.tolist(), strict=False)]
+    dst = [p.dst + b for p, b in zip(ps, base.tolist(), strict=False)]
+    kind = [p.kind for p in ps]
+    labels: dict[str, list[np.ndarray]] = {
+        f: [getattr(p, f) for p in ps] for f in ("cause", "detail", "name", "category")
+    }
+    flags: dict[str, list[np.ndarray]] = {f: [getattr(p, f) for p in ps] for f in ("launching",)}
+    flags["unresolved"] = [p.unresolved for p in ps]
+    node_rank = [np.full(p.n_nodes, p.rank, np.int64) for p in ps]
+    # per rank, its collective kernel's gpu edge (start → end) by collective position
+    kernel_edge: dict[tuple[int, int], int] = {}
+    for p, eb in zip(ps, ebase.tolist(), strict=False):
+        gpu = np.flatnonzero(p.kind == KINDS.index("gpu"))
+        by_pair = {(int(p.src[e]), int(p.dst[e])): int(e) + eb for e in gpu.tolist()}
+        for i, (s, t) in enumerate(zip(p.coll_start.tolist(), p.coll_end.tolist(), strict=True)):
+            if (s, t) in by_pair:
+                kernel_edge[(p.rank, i)] = by_pair[(s, t)]
+    joins: list[Join] = []
+    j_time: list[int] = []
+    x_src: list[int] = []
+    x_dst: list[int] = []
+    x_kind: list[int] = []
+    x_label: list[tuple[str, str, str]] = []
+    n_edges = int(ebase[-1])
+    for key, per in matched.items():
+        node = n_local + len(j_time)
+        arrivals = {}
+        for r, i in per.items():
+            p, b = pmap[r]
+            arrivals[r] = int(p.node_time[p.coll_start[i]]) + offsets[r]
+        late = max(arrivals, key=lambda r: (arrivals[r], -r))
+        others = [a for r, a in arrivals.items() if r != late]
+        j_time.append(arrivals[late])
+        transfers = []
+        for r, i in per.items():
+            p, b = pmap[r]
+            x_src.append(int(p.coll_start[i]) + b)
+            x_dst.append(node)
+            x_kind.append(KINDS.index("arrive"))
+            x_label.append(("cpu", "arrive", str(p.coll_kernel[i])))
+        for r, i in per.items():
+            p, b = pmap[r]
+            transfers.append(n_edges + len(x_src))
+            x_src.append(node)
+            x_dst.append(int(p.coll_end[i]) + b)
+            x_kind.append(KINDS.index("transfer"))
+            k = str(p.coll_kernel[i])
+            x_label.append(("exposed_communication", k.split("(")[0][:60], k))
+        first_rank, first_i = next(iter(per.items()))
+        p0 = pmap[first_rank][0]
+        f = p0.coll_facts[first_i]
+        joins.append(
+            Join(
+                node,
+                key,
+                str(p0.coll_name[first_i]),
+                sorted(per),
+                late,
+                arrivals[late] - max(others),
+                arrivals,
+                float(f[0]),
+                float(f[1]),
+                float(f[2]),
+                tuple(kernel_edge[(r, i)] for r, i in per.items() if (r, i) in kernel_edge),
+                tuple(transfers),
+            )
+        )
+    aligned = np.concatenate([*times, np.asarray(j_time, np.int64)]).astype(np.int64)
+    rank_arr = np.concatenate([*node_rank, np.full(len(j_time), -1, np.int64)]).astype(np.int64)
+    s_all = np.concatenate([*src, np.asarray(x_src, np.int64)]).astype(np.int64)
+    d_all = np.concatenate([*dst, np.asarray(x_dst, np.int64)]).astype(np.int64)
+    k_all = np.concatenate([*kind, np.asarray(x_kind, np.int64)]).astype(np.int64)
+
+    def obj(parts_: list[np.ndarray], extra: list[str]) -> np.ndarray:
+        return np.concatenate([*parts_, np.asarray(extra, dtype=object)]).astype(object)
+
+    cause = obj(labels["cause"], [c for c, _, _ in x_label])
+    detail = obj(labels["detail"], [d for _, d, _ in x_label])
+    name = obj(labels["name"], [n for _, _, n in x_label])
+    category = obj(labels["category"], [""] * len(x_label))
+    launching = np.concatenate([*flags["launching"], np.zeros(len(x_src), bool)]).astype(bool)
+    unresolved = np.concatenate([*flags["unresolved"], np.zeros(len(x_src), bool)]).astype(bool)
+    gap = aligned[d_all] - aligned[s_all]
+    binding = np.zeros(len(s_all), bool)
+    if len(s_all):
+        seq = np.lexsort((-aligned[s_all], d_all))
+        first = np.r_[True, d_all[seq][1:] != d_all[seq][:-1]]
+        binding[seq[first]] = True
+    delay = np.where(binding, gap, np.minimum(gap, 0))
+    n = len(aligned)
+    topo = topological_order(n, s_all, d_all)
+    pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for e, (u, v) in enumerate(zip(s_all.tolist(), d_all.tolist(), strict=True)):
+        pred[v].append((u, e))
+    steps = [
+        StepRef(
+            p.rank,
+            int(num),
+            int(s) + b,
+            int(d) + b,
+            int(p.node_time[d] - p.node_time[s]),
+        )
+        for p, b in zip(ps, base.tolist(), strict=False)
+        for num, s, d in zip(p.step_num, p.step_start, p.step_done, strict=True)
+    ]
+    return StepGraph(
+        [p.rank for p in ps],
+        aligned,
+        rank_arr,
+        s_all,
+        d_all,
+        k_all,
+        cause,
+        detail,
+        name,
+        category,
+        launching,
+        unresolved,
+        delay,
+        binding,
+        steps,
+        joins,
+        offsets,
+        topo,
+        pred,
+        dropped,
+    )
 
 
 def sync_call(name: str) -> bool:

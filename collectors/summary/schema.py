@@ -816,6 +816,71 @@ class Run(TypedDict):
     nvml: list[NvmlHost]
 
 
+# --- what to fix first (docs/critical-path.md §5) ---------------------------------------------
+class FixFirst(TypedDict):
+    """``critical_path.what_to_fix_first[]``: one what-if, ranked by the step time it would
+    recover (``recovered_ns_per_step`` may be negative: the change would not help)."""
+
+    change: str
+    kind: str
+    category: str | None
+    rank: Rank | None
+    recovered_ns_per_step: float
+    recovered_share: float
+    predicted_ns_by_step: dict[str, Int]
+    assumptions: str
+
+
+class PathCause(TypedDict):
+    """``critical_path.steps[].by_cause[]``."""
+
+    cause: str
+    detail: str
+    rank: Rank | None
+    ns: Ns
+
+
+class PathSegment(TypedDict):
+    """``critical_path.steps[].top_segments[]``."""
+
+    cause: str
+    detail: str
+    rank: Int
+    name: str
+    start_ns: Int
+    duration_ns: Ns
+
+
+class PathStep(TypedDict):
+    """``critical_path.steps[]``: one step's critical path across ranks."""
+
+    step: Int
+    rank: Rank
+    duration_ns: Int
+    replayed_ns: Int | None
+    duration_ns_by_rank: dict[str, Int]
+    segments: Count
+    unresolved_waits: Count
+    by_cause: list[PathCause]
+    top_segments: list[PathSegment]
+
+
+class CriticalPathSection(TypedDict):
+    """``critical_path`` (run level, written before ``ranks``)."""
+
+    what_to_fix_first: list[FixFirst]
+    measured_ns_per_step: float
+    ranks: list[Rank]
+    clock_offset_ns_by_rank: dict[str, Int]
+    matched_collectives: Count
+    measured_ns_by_step: dict[str, Int]
+    replay_exact: bool
+    cause_ns_per_step: dict[str, float]
+    unresolved_waits: Count
+    notes: list[str]
+    steps: list[PathStep]
+
+
 class EnvironmentFacts(TypedDict, total=False):
     """``environment`` (optional input, docs/gating.md §5): the testbed facts a caller records
     in the summary; gpuscope's writer does not write it."""
@@ -1063,5 +1128,6 @@ class Summary(_SummaryFoundation, total=False):
 
     comm_skew: CommSkew
     run: Run
+    critical_path: CriticalPathSection
     environment: EnvironmentFacts
     gate: dict[str, Any]

@@ -24,7 +24,7 @@ from analyzers.options import AnalysisOptions
 from collectors.model import Trace
 from reports.output import write_atomic
 from reports.summary.many_ranks import RankDigest, rank_digest, run_sections
-from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS
+from reports.summary.registry import ALWAYS_WRITTEN, LEADING_RUN_SECTIONS, RANK_SECTIONS
 
 SCHEMA_VERSION = 1
 
@@ -63,9 +63,11 @@ def summary_document(
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "gpuscope", "version": tool_version()},
         "sources": sorted({d.meta.source_path for d in digests if d.meta.source_path}),
-        "ranks": list(entries),
     }
-    summary.update(run_sections(digests, options, inputs, whole, notes))
+    runs = run_sections(digests, options, inputs, whole, notes)
+    summary.update({k: runs.pop(k) for k in LEADING_RUN_SECTIONS if k in runs})
+    summary["ranks"] = list(entries)
+    summary.update(runs)
     return summary
 
 

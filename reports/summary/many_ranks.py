@@ -28,6 +28,7 @@ from collectors.model import (
     gpu_table,
     host_table,
 )
+from reports import critical_path_section
 from reports.summary.registry import RUN_SECTIONS, RunSectionFn
 
 
@@ -136,6 +137,9 @@ class RunReducer:
 RUN_REDUCERS: dict[str, RunReducer] = {
     "comm_skew": RunReducer(_skew_extract, _skew_combine),
     "run": RunReducer(_per_rank_extract, _per_rank_combine),
+    "critical_path": RunReducer(
+        critical_path_section.part_extract, critical_path_section.part_combine
+    ),
 }
 """Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
 by the engine: correct, but neither small nor parallel)."""

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
+from reports import critical_path_section
 from reports.serving_section import serving_section
 from reports.summary.sections import comm, core, efficiency, series, wait
 
@@ -62,8 +63,12 @@ RANK_SECTIONS: tuple[RankSection, ...] = (
 RUN_SECTIONS: tuple[RunSection, ...] = (
     RunSection("comm_skew", comm.comm_skew),
     RunSection("run", series.run),
+    RunSection("critical_path", critical_path_section.critical_path),
 )
 """Top-level keys computed across ranks (skew, stragglers, ...)."""
+
+LEADING_RUN_SECTIONS = ("critical_path",)
+"""Run sections written before ``ranks`` (what to fix first opens the summary)."""
 
 ALWAYS_WRITTEN = frozenset({"device"})
 """Rank keys written as ``null`` when their section returns None (others are left out)."""

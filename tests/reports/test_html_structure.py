@@ -18,6 +18,7 @@ from tests.support.html_summaries import ALL_FIGURES, EVIL_KERNELS, EVIL_RANGES,
 
 SECTIONS = [
     "header",
+    "fix-first",
     "cards",
     "findings",
     "steps",

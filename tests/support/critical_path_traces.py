@@ -9,6 +9,11 @@ the GPU is done.  A kernel starts at ``max(launch + LAUNCH_LATENCY, stream free)
 all-reduce starts on each rank as above and ends on every rank ``transfer`` after the last rank
 started it.  Injected causes: ``late_rank``/``delay`` lengthens that rank's first GEMM;
 ``small_host`` is the host time of each ``aten::add`` (launch gaps when above the kernel time).
+``graph_node_ns`` generates the same step with the short kernels replayed from a CUDA graph
+instead: one ``cudaGraphLaunch`` (:data:`GRAPH_LAUNCH_NS` of host time) issues them all, and
+each starts ``graph_node_ns`` after the previous one ended (the first as an eager launch
+would).  ``busbw_gbps`` sets the all-reduce's transfer to ``S × 2(n−1)/n / busbw`` (S =
+:data:`MSG_BYTES`), nccl-tests' bus-bandwidth definition.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ LAUNCH_LATENCY = 5 * US
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32"
 SMALL = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >"
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+MSG_ELEMS = 1 << 20
+MSG_BYTES = 4 * MSG_ELEMS
+"""The all-reduce's message: 2²⁰ float32 elements."""
+GRAPH_LAUNCH_NS = 10 * US
 
 
 @dataclass
@@ -55,6 +64,19 @@ class _Rank:
         self.t = t0 + op_ns
         return k0
 
+    def graph_replay(self, n: int, name: str, dur: int, stream: int, node_ns: int) -> None:
+        """One ``cudaGraphLaunch`` replaying *n* rows of *name*, each *node_ns* after the
+        previous one ended (all with the launch's correlation, as Kineto records replays)."""
+        self.corr += 1
+        t0 = self.t
+        self.host.append(("cudaGraphLaunch", "cuda_runtime", t0, t0 + GRAPH_LAUNCH_NS, self.corr))
+        k0 = max(t0 + LAUNCH_LATENCY, self.free.get(stream, 0))
+        for i in range(n):
+            k = k0 if i == 0 else self.free[stream] + node_ns
+            self.gpu.append((name, "kernel", k, k + dur, stream, self.corr, None))
+            self.free[stream] = k + dur
+        self.t = t0 + GRAPH_LAUNCH_NS
+
 
 def training_run(
     world: int = 2,
@@ -68,8 +90,12 @@ def training_run(
     overlapped: bool = False,
     late_rank: int = -1,
     delay: int = 0,
+    graph_node_ns: int | None = None,
+    busbw_gbps: float | None = None,
 ) -> list[Trace]:
     """One trace per rank (module docstring)."""
+    if busbw_gbps is not None:
+        transfer = round(MSG_BYTES * 2 * (world - 1) / world / busbw_gbps)
     ranks = [_Rank(r, t=1_000_000 * US) for r in range(world)]
     for k in range(steps):
         s0 = max(max(r.t, *r.free.values()) if r.free else r.t for r in ranks)
@@ -82,8 +108,11 @@ def training_run(
             for i in range(n_gemm):
                 extra = delay if (r.rank == late_rank and i == 0) else 0
                 r.launch("aten::mm", 10 * US, GEMM, gemm_ns + extra, 7)
-            for _ in range(n_small):
-                r.launch("aten::add", small_host, SMALL, small_ns, 7)
+            if graph_node_ns is not None and n_small:
+                r.graph_replay(n_small, SMALL, small_ns, 7, graph_node_ns)
+            else:
+                for _ in range(n_small):
+                    r.launch("aten::add", small_host, SMALL, small_ns, 7)
         for r in ranks:  # all-reduce: planned starts, then a common end
             stream = 20 if overlapped else 7
             t_launch = s0 if overlapped else r.t
@@ -98,8 +127,8 @@ def training_run(
                 "Process Group Name": "0",
                 "Seq": k,
                 "Group size": world,
-                "In msg nelems": 1 << 20,
-                "Out msg nelems": 1 << 20,
+                "In msg nelems": MSG_ELEMS,
+                "Out msg nelems": MSG_ELEMS,
                 "dtype": "Float",
             }
             save_t = r.t

@@ -101,7 +101,7 @@ def mfu_results_table(tracelens: Path) -> str:
     from analyzers.gpu_peaks import peaks_for_device
     from analyzers.serving import serving_analysis
     from collectors.peaks import load_peaks
-    from support.serving_data import CAPTURED, SERVING
+    from tests.support.serving_data import CAPTURED, SERVING
 
     lines = [
         "| trace | of | GPU busy ms | model TFLOP | TFLOP/s | MFU | peak, dtype | coverage % "

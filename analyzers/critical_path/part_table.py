@@ -1,0 +1,119 @@
+"""The table form of a :class:`~analyzers.critical_path.rank_graph.RankGraph` (one rank's part
+of the step graph): what the engine's workers send back and the results cache stores, about 25
+bytes per edge (docs/critical-path.md §7).  :func:`part_from_table` inverts :func:`part_table`
+exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analyzers.critical_path.rank_graph import RankGraph
+
+PART_COLUMNS = (
+    "row",
+    "a",
+    "b",
+    "t",
+    "kind",
+    "cause",
+    "detail",
+    "name",
+    "category",
+    "flag_launching",
+    "flag_unresolved",
+)
+"""Columns of :func:`part_table`, one row per: ``part`` (first row; a = rank, t = node
+count), ``edge`` (a → b, t = the time of node b, kind, labels, flags), ``node`` (a node no edge
+ends in: a = id, t = time), ``step`` (a = start node, b = completion node, t = number),
+``collective`` (a / b = kernel start / end node, detail = key, name = kernel, category =
+collective, cause = message bytes, group size and link peak GB/s as exact float reprs)."""
+ROWS = ("part", "node", "edge", "step", "collective")
+
+
+def _cat(values: list[object]) -> pd.Categorical:
+    strings: list[object] = ["" if v is None else str(v) for v in values]
+    return pd.Categorical(strings)
+
+
+def part_table(p: RankGraph) -> pd.DataFrame:
+    """*p* as one table (:data:`PART_COLUMNS`; about 30 bytes per edge)."""
+    has_in = np.zeros(p.n_nodes, bool)
+    has_in[p.dst] = True
+    sources = np.flatnonzero(~has_in)
+    n, m, s, c = len(sources), len(p.src), len(p.step_num), len(p.coll_key)
+    blank = [""] * (1 + n)
+    facts = [" ".join(repr(float(x)) for x in f) for f in p.coll_facts.tolist()]
+    i32 = np.int32
+    return pd.DataFrame(
+        {
+            "row": pd.Categorical(
+                ["part"] + ["node"] * n + ["edge"] * m + ["step"] * s + ["collective"] * c,
+                categories=list(ROWS),
+            ),
+            "a": np.concatenate([[p.rank], sources, p.src, p.step_start, p.coll_start]).astype(i32),
+            "b": np.concatenate([[-1], np.full(n, -1), p.dst, p.step_done, p.coll_end]).astype(i32),
+            "t": np.concatenate(
+                [
+                    [p.n_nodes],
+                    p.node_time[sources],
+                    p.node_time[p.dst],
+                    p.step_num,
+                    np.zeros(c, np.int64),
+                ]
+            ).astype(np.int64),
+            "kind": np.concatenate([np.full(1 + n, -1), p.kind, np.full(s + c, -1)]).astype(
+                np.int8
+            ),
+            "cause": _cat(blank + list(p.cause) + [""] * s + facts),
+            "detail": _cat(blank + list(p.detail) + [""] * s + list(p.coll_key)),
+            "name": _cat(blank + list(p.name) + [""] * s + list(p.coll_kernel)),
+            "category": _cat(blank + list(p.category) + [""] * s + list(p.coll_name)),
+            "flag_launching": np.concatenate(
+                [np.zeros(1 + n, bool), p.launching, np.zeros(s + c, bool)]
+            ),
+            "flag_unresolved": np.concatenate(
+                [np.zeros(1 + n, bool), p.unresolved, np.zeros(s + c, bool)]
+            ),
+        },
+        columns=list(PART_COLUMNS),
+    )
+
+
+def _objects(col: pd.Series) -> np.ndarray:
+    return np.asarray(col.astype(object).to_numpy(), dtype=object)
+
+
+def part_from_table(df: pd.DataFrame) -> RankGraph:
+    """The part a :func:`part_table` holds."""
+    row = df["row"].astype(str).to_numpy()
+    head = df[row == "part"]
+    nodes, edges = df[row == "node"], df[row == "edge"]
+    steps, colls = df[row == "step"], df[row == "collective"]
+    node_time = np.zeros(int(head["t"].iloc[0]), np.int64)
+    node_time[nodes["a"].to_numpy(np.int64)] = nodes["t"].to_numpy(np.int64)
+    dst = edges["b"].to_numpy(np.int64)
+    node_time[dst] = edges["t"].to_numpy(np.int64)
+    facts = [[float(x) for x in str(f).split()] for f in colls["cause"].astype(object)]
+    return RankGraph(
+        rank=int(head["a"].iloc[0]),
+        node_time=node_time,
+        src=edges["a"].to_numpy(np.int64),
+        dst=dst,
+        kind=edges["kind"].to_numpy(np.int64),
+        cause=_objects(edges["cause"]),
+        detail=_objects(edges["detail"]),
+        name=_objects(edges["name"]),
+        category=_objects(edges["category"]),
+        launching=edges["flag_launching"].to_numpy(bool),
+        unresolved=edges["flag_unresolved"].to_numpy(bool),
+        step_num=steps["t"].to_numpy(np.int64),
+        step_start=steps["a"].to_numpy(np.int64),
+        step_done=steps["b"].to_numpy(np.int64),
+        coll_key=_objects(colls["detail"]),
+        coll_name=_objects(colls["category"]),
+        coll_kernel=_objects(colls["name"]),
+        coll_start=colls["a"].to_numpy(np.int64),
+        coll_end=colls["b"].to_numpy(np.int64),
+        coll_facts=np.asarray(facts, np.float64).reshape(-1, 3),
+    )

@@ -1,0 +1,436 @@
+"""One rank's part of the step graph (docs/critical-path.md §2), from that rank's Trace alone.
+
+Nodes are the start and end of the rank's host ops (CPU ops, runtime/driver calls and the
+``ProfilerStep`` ranges, positive duration), of its GPU rows with a stream (kernels, copies,
+sets), and one *completion* node per step.  Edges (``kind``):
+
+=============  ==================================================================
+``host``       call-stack order on a thread: the previous node of HTA's walk → the next
+``gpu``        a GPU row's start → its end
+``stream``     the previous row on the stream's end → the row's start
+``launch``     the launching call's start → the GPU row's start
+``sync``       the awaited GPU row's end → a blocking call's end (Stream/Context Sync; Event
+               Sync of ``cudaEventSynchronize`` when the row's ``wait_on_*`` fields are known)
+``wait``       the row a ``Stream Wait Event`` waits on (``wait_on_*`` known) → the first row
+               launched onto the waiting stream after the ``cudaStreamWaitEvent`` call
+``complete``   the step's ``ProfilerStep`` end and its GPU rows' ends → the completion node
+=============  ==================================================================
+
+Each edge carries its *cause* label (:mod:`analyzers.critical_path.blame` defines them), the op
+category of a GPU row (:func:`analyzers.critical_path.sources.gpu_categories`), whether a host
+edge lies inside ops that launch GPU work (the CUDA-graphs what-if), and whether its end follows
+a cross-stream wait the trace does not resolve (*unresolved*: a ``cudaStreamWaitEvent`` /
+``cudaEventSynchronize`` without the sync row's ``wait_on_*`` fields; the row launched next on
+the waiting stream — on the calling thread when the stream is unknown — or the call's end).
+
+:func:`part_table` / :func:`part_from_table` turn a part into one table and back: what a
+many-rank worker returns (cache-storable, no Trace); the cross-rank collective joins are added
+by :func:`analyzers.critical_path.step_graph.build_step_graph`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from analyzers.critical_path.callstack import thread_walks
+from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
+from analyzers.critical_path.hta_graph import event_records
+from analyzers.critical_path.sources import (
+    COMMUNICATION,
+    MEMORY,
+    collectives_of,
+    gpu_categories,
+)
+
+if TYPE_CHECKING:
+    from collectors.model import Trace
+
+KINDS = ("host", "gpu", "stream", "launch", "sync", "wait", "arrive", "transfer", "complete")
+"""Edge kinds; ``arrive`` / ``transfer`` are the cross-rank edges of the step graph."""
+K = {k: i for i, k in enumerate(KINDS)}
+STEP_PREFIX = "ProfilerStep#"
+SYNC_CALL_NAMES = frozenset(
+    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"}
+)
+"""Blocking host calls: their host time is ``synchronisation``."""
+DATA_LOADING = re.compile(r"DataLoader|data_load|dataloader|_next_data|fetch", re.I)
+WAIT_CALLS = ("cudaStreamWaitEvent", "cudaEventSynchronize")
+
+
+@dataclass
+class RankGraph:
+    """One rank's nodes and edges (module docstring); node ids are local to the part."""
+
+    rank: int
+    node_time: np.ndarray
+    """Measured time of each node on the rank's clock (ns)."""
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+    """Index into :data:`KINDS`."""
+    cause: np.ndarray
+    detail: np.ndarray
+    name: np.ndarray
+    """Per edge: cause label, its detail and the event's name (object arrays of str)."""
+    category: np.ndarray
+    """Per edge: the op category of a ``gpu`` edge's row, "" elsewhere."""
+    launching: np.ndarray
+    """Per edge: a ``host`` edge between nodes of ops that are, or contain, a launch call."""
+    unresolved: np.ndarray
+    """Per edge: its end follows a cross-stream wait the trace does not resolve."""
+    step_num: np.ndarray
+    step_start: np.ndarray
+    step_done: np.ndarray
+    """Per step (start order): its number, the ``ProfilerStep`` start node, the completion
+    node."""
+    coll_key: np.ndarray
+    coll_name: np.ndarray
+    coll_kernel: np.ndarray
+    coll_start: np.ndarray
+    coll_end: np.ndarray
+    coll_facts: np.ndarray
+    """Per collective with GPU work (issue order): match key (``pg#seqN``, else ``pg#n``),
+    collective, kernel name, kernel start / end node, ``(message_bytes, group_size,
+    link_peak_gbps)`` (float64, n × 3)."""
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_time)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.t: list[int] = []
+        self.event: list[int] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.kind: list[int] = []
+
+    def nodes(self, times: np.ndarray, events: np.ndarray) -> np.ndarray:
+        base = len(self.t)
+        self.t.extend(times.tolist())
+        self.event.extend(events.tolist())
+        return np.arange(base, base + len(times), dtype=np.int64)
+
+    def edges(self, u: np.ndarray | list[int], v: np.ndarray | list[int], kind: str) -> None:
+        uu, vv = np.asarray(u, np.int64), np.asarray(v, np.int64)
+        ok = (uu >= 0) & (vv >= 0) & (uu != vv)
+        self.src.extend(uu[ok].tolist())
+        self.dst.extend(vv[ok].tolist())
+        self.kind.extend([K[kind]] * int(ok.sum()))
+
+
+def _step_number(name: str) -> int:
+    tail = name[len(STEP_PREFIX) :]
+    return int(tail) if tail.isdigit() else -1
+
+
+def rank_graph(trace: Trace) -> RankGraph:
+    """The part of *trace*'s rank (module docstring)."""
+    ev = build_events(trace)
+    b = _Builder()
+    dur = ev.end - ev.ts
+    is_step = ev.is_host & np.array([s.startswith(STEP_PREFIX) for s in ev.name.tolist()], bool)
+    host = ev.is_host & (dur > 0) & (np.isin(ev.cat, NODE_CATS) | is_step)
+    gpu = ~ev.is_host & (ev.stream >= 0) & np.isin(ev.cat, ("kernel", "gpu_memcpy", "gpu_memset"))
+    members = np.flatnonzero(host | gpu)
+    start = np.full(len(ev), -1, np.int64)
+    end = np.full(len(ev), -1, np.int64)
+    start[members] = b.nodes(ev.ts[members], members)
+    end[members] = b.nodes(ev.end[members], members)
+    launches_gpu = _host_edges(b, ev, start, end, host)
+    g_rows = np.flatnonzero(gpu)
+    b.edges(start[g_rows], end[g_rows], "gpu")
+    order = g_rows[np.lexsort((ev.ts[g_rows], ev.stream[g_rows], ev.pid[g_rows]))]
+    same = (ev.stream[order][1:] == ev.stream[order][:-1]) & (
+        ev.pid[order][1:] == ev.pid[order][:-1]
+    )
+    b.edges(end[order][:-1][same], start[order][1:][same], "stream")
+    lk = ev.link[g_rows]
+    b.edges(np.where(lk >= 0, start[np.maximum(lk, 0)], -1), start[g_rows], "launch")
+    _sync_edges(b, ev, end, order)
+    unresolved_nodes = _wait_edges(b, ev, start, end)
+    host_steps = np.flatnonzero(is_step & host)
+    host_steps = host_steps[np.argsort(ev.ts[host_steps], kind="stable")]
+    launch_of = np.where(lk >= 0, ev.ts[np.maximum(lk, 0)], -1)
+    step_done: list[int] = []
+    for s in host_steps.tolist():
+        inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
+        ends = np.concatenate([[end[s]], end[g_rows[inside]]])
+        done = int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s])))
+        node = int(b.nodes(np.array([done]), np.array([-1]))[0])
+        b.edges(ends, np.full(len(ends), node), "complete")
+        step_done.append(node)
+    n_edges = len(b.src)
+    src = np.asarray(b.src, np.int64)
+    dst = np.asarray(b.dst, np.int64)
+    kind = np.asarray(b.kind, np.int64)
+    node_event = np.asarray(b.event, np.int64)
+    cats = np.concatenate([np.full(ev.n_host, "", dtype=object), gpu_categories(trace)])
+    cause, detail, name, category = _labels(ev, node_event, src, dst, kind, cats, launches_gpu)
+    flagged = np.zeros(len(b.t), bool)
+    flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
+    unresolved = flagged[dst] if n_edges else np.zeros(0, bool)
+    gaps = unresolved & np.isin(kind, (K["launch"], K["stream"]))
+    detail[gaps] = [f"{d} after an unresolved cross-stream wait" for d in detail[gaps]]
+    ev_u, ev_v = node_event[src], node_event[dst]
+    launching = (kind == K["host"]) & launches_gpu[np.maximum(ev_u, 0)]
+    launching &= launches_gpu[np.maximum(ev_v, 0)] & (ev_u >= 0) & (ev_v >= 0)
+    coll = _collective_rows(ev, trace, start, end)
+    return RankGraph(
+        rank=trace.rank,
+        node_time=np.asarray(b.t, np.int64),
+        src=src,
+        dst=dst,
+        kind=kind,
+        cause=cause,
+        detail=detail,
+        name=name,
+        category=category,
+        launching=launching,
+        unresolved=unresolved,
+        step_num=np.array([_step_number(str(ev.name[s])) for s in host_steps], np.int64),
+        step_start=start[host_steps].astype(np.int64),
+        step_done=np.asarray(step_done, np.int64),
+        **coll,
+    )
+
+
+def _host_edges(
+    b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray, host: np.ndarray
+) -> np.ndarray:
+    """Call-stack walk edges per thread; returns which host events are, or contain, a launch."""
+    launches_gpu = np.zeros(len(ev), bool)
+    is_launch = np.isin(ev.name, list(LAUNCH_NAMES))
+    for walk in thread_walks(ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)):
+        last = -1
+        stack: list[int] = []
+        us: list[int] = []
+        vs: list[int] = []
+        for e, entering, _parent in walk:
+            node = int(start[e] if entering else end[e])
+            if entering:
+                stack.append(e)
+                if is_launch[e]:
+                    launches_gpu[stack] = True
+            elif stack:
+                stack.pop()
+            us.append(last)
+            vs.append(node)
+            last = node
+        b.edges(us, vs, "host")
+    return launches_gpu
+
+
+def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> None:
+    """Awaited GPU row's end → the blocking call's end: per Stream/Context Sync row, the rows on
+    its stream (all streams of the device) that ended last before the sync ended."""
+    syncs = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0))
+    us: list[int] = []
+    vs: list[int] = []
+    for r in syncs.tolist():
+        call = int(ev.link[r])
+        if end[call] < 0 or ev.name[r] not in ("Stream Sync", "Context Sync"):
+            continue
+        cand = order[(ev.pid[order] == ev.pid[r]) & (ev.end[order] <= ev.end[r])]
+        if ev.name[r] == "Stream Sync":
+            cand = cand[ev.stream[cand] == ev.stream[r]]
+        for s in np.unique(ev.stream[cand]).tolist():
+            c = cand[ev.stream[cand] == s]
+            if len(c):
+                us.append(int(end[c[np.argmax(ev.end[c])]]))
+                vs.append(int(end[call]))
+    b.edges(us, vs, "sync")
+
+
+def _next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> np.ndarray:
+    """Per host call, the GPU row of the first launch on the call's thread after it — onto
+    ``streams[i]`` when ≥ 0, any stream otherwise — or -1."""
+    launch = ev.is_host & np.isin(ev.name, list(LAUNCH_NAMES)) & (ev.link >= 0)
+    launches = np.flatnonzero(launch)
+    launches = launches[ev.stream[ev.link[launches]] >= 0]
+    out = np.full(len(calls), -1, np.int64)
+    if not len(launches) or not len(calls):
+        return out
+    launches = launches[np.argsort(ev.ts[launches], kind="stable")]
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    keys = zip(
+        ev.pid[launches].tolist(),
+        ev.tid[launches].tolist(),
+        ev.stream[ev.link[launches]].tolist(),
+        strict=True,
+    )
+    for pos, (p, t, s) in zip(launches.tolist(), keys, strict=True):
+        groups.setdefault((p, t, s), []).append(pos)
+        groups.setdefault((p, t, -1), []).append(pos)
+    arrays = {k: np.asarray(v, np.int64) for k, v in groups.items()}
+    for i, (c, s) in enumerate(zip(calls.tolist(), streams.tolist(), strict=True)):
+        cand = arrays.get((int(ev.pid[c]), int(ev.tid[c]), int(s)))
+        if cand is None:
+            continue
+        j = int(np.searchsorted(ev.ts[cand], ev.ts[c], side="right"))
+        if j < len(cand):
+            out[i] = int(ev.link[cand[j]])
+    return out
+
+
+def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> set[int]:
+    """``wait`` / event ``sync`` edges of the waits the trace resolves (``wait_on_*`` known, the
+    awaited row recorded by HTA's rule: the last row launched on the recorded stream before the
+    ``cudaEventRecord``); returns the nodes that follow a wait it does not resolve."""
+    records = event_records(ev)
+    unresolved: set[int] = set()
+    rows = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0) & ~ev.is_host)
+    swe = rows[ev.name[rows] == "Stream Wait Event"]
+    esy = rows[ev.name[rows] == "Event Sync"]
+    targets = _next_launched_rows(ev, ev.link[swe], ev.stream[swe])
+    us: list[int] = []
+    vs: list[int] = []
+    for r, target in zip(swe.tolist(), targets.tolist(), strict=True):
+        if target < 0 or start[target] < 0:
+            continue
+        launch = records.get(int(ev.wait_on_corr[r]), -1)
+        if launch < 0:
+            unresolved.add(int(start[target]))
+            continue
+        k = int(ev.link[launch])
+        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.ts[target]:
+            us.append(int(end[k]))
+            vs.append(int(start[target]))
+    b.edges(us, vs, "wait")
+    us, vs = [], []
+    for r in esy.tolist():
+        call = int(ev.link[r])
+        if end[call] < 0 or ev.name[call] != "cudaEventSynchronize":
+            continue
+        launch = records.get(int(ev.wait_on_corr[r]), -1)
+        if launch < 0:
+            unresolved.add(int(end[call]))
+            continue
+        k = int(ev.link[launch])
+        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.end[call]:
+            us.append(int(end[k]))
+            vs.append(int(end[call]))
+    b.edges(us, vs, "sync")
+    # wait calls without a sync row at all (older Kineto records none)
+    bare = np.flatnonzero(ev.is_host & np.isin(ev.name, WAIT_CALLS) & (ev.link < 0))
+    swe_calls = bare[ev.name[bare] == "cudaStreamWaitEvent"]
+    nxt = _next_launched_rows(ev, swe_calls, np.full(len(swe_calls), -1, np.int64))
+    unresolved.update(int(start[t]) for t in nxt.tolist() if t >= 0 and start[t] >= 0)
+    es_calls = bare[ev.name[bare] == "cudaEventSynchronize"]
+    unresolved.update(int(end[c]) for c in es_calls.tolist() if end[c] >= 0)
+    return unresolved
+
+
+def _labels(
+    ev: Events,
+    node_event: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    kind: np.ndarray,
+    cats: np.ndarray,
+    launches_gpu: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per edge (cause, detail, name, category); the cause table is blame's module docstring."""
+    m = len(src)
+    ev_v, ev_u = node_event[dst], node_event[src]
+    ev_pos = np.where(ev_v >= 0, ev_v, ev_u)
+    names = np.where(ev_pos >= 0, ev.name[np.maximum(ev_pos, 0)], "").astype(object)
+    category = np.where(kind == K["gpu"], cats[np.maximum(ev_u, 0)], "").astype(object)
+    cause = np.empty(m, dtype=object)
+    detail = np.empty(m, dtype=object)
+    is_step = np.array([s.startswith(STEP_PREFIX) for s in ev.name.tolist()], bool)
+    kinds = kind.tolist()
+    name_l = names.tolist()
+    cat_l = category.tolist()
+    u_l, v_l = ev_u.tolist(), ev_v.tolist()
+    for e in range(m):
+        k, name = KINDS[kinds[e]], name_l[e]
+        if k == "gpu":
+            c = cat_l[e]
+            if c == COMMUNICATION:
+                cause[e], detail[e] = "exposed_communication", name.split("(")[0][:60]
+            elif c == MEMORY:
+                cause[e], detail[e] = "memory", name.split(" (")[0]
+            else:
+                cause[e], detail[e] = "compute", c
+        elif k in ("launch", "stream"):
+            cause[e], detail[e] = "launch_gap", k
+        elif k == "sync":
+            cause[e], detail[e] = "synchronisation", name
+        elif k == "wait":
+            cause[e], detail[e] = "synchronisation", "cross-stream wait"
+        elif k == "complete":
+            cause[e], detail[e] = "cpu", k
+        else:
+            cause[e], detail[e] = _host_label(
+                name, u_l[e], v_l[e], ev.n_host, launches_gpu, is_step
+            )
+    return cause, detail, names, category
+
+
+def _host_label(
+    name: str, u: int, v: int, n_host: int, launches_gpu: np.ndarray, is_step: np.ndarray
+) -> tuple[str, str]:
+    """A host edge's time belongs to the op it ends in (or the parent op between siblings)."""
+    if v < 0:
+        return "cpu", ""
+    if name in SYNC_CALL_NAMES:
+        return "synchronisation", name
+    if DATA_LOADING.search(name):
+        return "data_loading", name
+    if u >= 0 and launches_gpu[v] and launches_gpu[u] and not (is_step[v] or is_step[u]):
+        return "launch_gap", "host"
+    return "cpu", ""
+
+
+def _collective_rows(
+    ev: Events, trace: Trace, start: np.ndarray, end: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The rank's collectives with a GPU row that is a node, in issue order (RankGraph)."""
+    c = collectives_of(trace)
+    keys: list[str] = []
+    names: list[str] = []
+    kernels: list[str] = []
+    s_nodes: list[int] = []
+    e_nodes: list[int] = []
+    facts: list[tuple[float, float, float]] = []
+    if c is not None and len(c):
+        c = c.sort_values("start_ns", kind="stable")
+        counts: dict[str, int] = {}
+        rows = zip(
+            c["pg_name"].astype(object).tolist(),
+            c["gpu_row"].to_numpy(np.int64).tolist(),
+            c["seq"].to_numpy(np.int64).tolist(),
+            c["collective"].astype(object).tolist(),
+            c[["message_bytes", "group_size", "link_peak_gbps"]].to_numpy(np.float64).tolist(),
+            strict=True,
+        )
+        for pg_name, gpu_row, seq, collective, fact in rows:
+            pg = str(pg_name) if isinstance(pg_name, str) else "?"
+            n = counts.get(pg, 0)
+            counts[pg] = n + 1
+            pos = ev.n_host + gpu_row
+            if gpu_row < 0 or start[pos] < 0:
+                continue
+            keys.append(f"{pg}#seq{seq}" if seq >= 0 else f"{pg}#{n}")
+            names.append(str(collective))
+            kernels.append(str(ev.name[pos]))
+            s_nodes.append(int(start[pos]))
+            e_nodes.append(int(end[pos]))
+            facts.append((fact[0], fact[1], fact[2]))
+    return {
+        "coll_key": np.asarray(keys, dtype=object),
+        "coll_name": np.asarray(names, dtype=object),
+        "coll_kernel": np.asarray(kernels, dtype=object),
+        "coll_start": np.asarray(s_nodes, np.int64),
+        "coll_end": np.asarray(e_nodes, np.int64),
+        "coll_facts": np.asarray(facts, np.float64).reshape(-1, 3),
+    }
+
+
+# --- one table per part (the many-rank digest) -----------------------------------------------
