@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyzers.serving.flops import MFU_COLUMNS
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -30,21 +32,8 @@ if TYPE_CHECKING:
 VIA = ("op", "capture", "graph", "no-op", "no-launch")
 CATEGORY_KEYS = ("category", "kernels", "time_ns", "share")
 ROOF_KEYS = ("modelled_ns", "model_flops", "roof_ns", "pct_of_roof")
-MFU_KEYS = (
-    "busy_ns",
-    "gpu_ns",
-    "modelled_ns",
-    "coverage",
-    "model_flops",
-    "recomputed_flops",
-    "exact_share",
-    "dtype",
-    "peak",
-    "peak_flops",
-    "achieved_flops_per_s",
-    "mfu",
-    "hfu",
-)
+MFU_KEYS = MFU_COLUMNS[1:]
+"""The keys of an MFU object: :data:`analyzers.serving.flops.MFU_COLUMNS` but the group."""
 _FLOATS = frozenset(
     {"share", "coverage", "exact_share", "model_flops", "recomputed_flops"}
     | {"pct_of_roof", "peak_flops", "achieved_flops_per_s", "mfu", "hfu"}
