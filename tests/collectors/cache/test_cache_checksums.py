@@ -117,7 +117,15 @@ def test_the_cli_says_once_that_an_entry_was_rebuilt(
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("GPUSCOPE_CACHE_DIR", str(cache))
-    args = ["analyze", str(run_dir), "--json", str(tmp_path / "s.json"), "--workers", "1"]
+    args = [
+        "analyze",
+        str(run_dir),
+        "--json",
+        str(tmp_path / "s.json"),
+        "--workers",
+        "1",
+        "--force",
+    ]
     assert main([*args]) == 0
     (man,) = [m for m in _manifests(cache, "results") if "rank-1" in m.read_text()]
     _edit(man, '\\"rank\\":1', '\\"rank\\":5')
