@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
@@ -66,7 +66,7 @@ def load(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    doc = orjson.loads(data)
+    doc = msgspec.json.decode(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         sys.exit(f"{path}: not a Kineto trace")
     return doc
@@ -103,7 +103,7 @@ class Template:
         self.flow_span = 1 + max(
             (e["id"] for e in events if isinstance(e.get("id"), int)), default=0
         )
-        self.bytes_per_event = len(orjson.dumps(events)) / max(1, len(events))
+        self.bytes_per_event = len(msgspec.json.encode(events)) / max(1, len(events))
 
     def _ids(self, key: str) -> list[int]:
         return [
@@ -169,7 +169,7 @@ def render_rank(
         w["ts"] = to_us(e["_ns"] + shift, tpl.int_times)
         out.append(w)
     doc["traceEvents"] = out
-    return gzip.compress(orjson.dumps(doc), compresslevel=1, mtime=0)
+    return gzip.compress(msgspec.json.encode(doc), compresslevel=1, mtime=0)
 
 
 def generate(
