@@ -34,7 +34,8 @@ class RecordContext:
     pg_cfg: dict[str, dict[str, Any]]
 
     def pos(self, label: int) -> int:
-        return int(self.h_index.get_loc(label))
+        loc: Any = self.h_index.get_loc(label)  # labels are unique: an int
+        return int(loc)
 
 
 def collective_record(
@@ -55,13 +56,12 @@ def collective_record(
     nv_meta: dict[str, Any] = {}
     nv_name = None
     if nvtx >= 0:
-        row = ctx.nvtx_ops.loc[nvtx]
+        row: Any = ctx.nvtx_ops.loc[nvtx]
         nv_name = row["collective"]
         nv_meta = nvtx_meta(row["payload"], nv_name)
     elif group >= 0:
-        nv_name, nv_meta = group_meta(
-            ctx.nvtx_ops, ctx.nvtx_group_starts, ctx.nvtx_groups.loc[group]
-        )
+        group_row: Any = ctx.nvtx_groups.loc[group]
+        nv_name, nv_meta = group_meta(ctx.nvtx_ops, ctx.nvtx_group_starts, group_row)
     ann_name = canonical_collective(ctx.host_names[ctx.pos(ann)]) if ann >= 0 else None
 
     rec: dict[str, Any] = {c: None for c in COLUMNS}

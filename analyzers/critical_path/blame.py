@@ -23,6 +23,7 @@ exactly.  Causes (``cause``, with ``detail``):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -80,6 +81,11 @@ class StepPath:
         return out
 
 
+@functools.lru_cache(maxsize=65536)
+def _data_loading(name: str) -> bool:
+    return DATA_LOADING.search(name) is not None
+
+
 def _label(g: StepGraph, e: int) -> tuple[str, str, str]:
     kind = KINDS[int(g.kind[e])]
     u, v = int(g.src[e]), int(g.dst[e])
@@ -105,7 +111,7 @@ def _label(g: StepGraph, e: int) -> tuple[str, str, str]:
         return "cpu", "", name
     if sync_call(name):
         return "synchronisation", name, name
-    if DATA_LOADING.search(name):
+    if _data_loading(name):
         return "data_loading", name, name
     ev_u = int(g.node_event[u])
     in_step = part.is_step[ev_pos] or part.is_step[ev_u]
@@ -122,6 +128,8 @@ def step_paths(g: StepGraph) -> list[StepPath]:
         for num, s, node, _ in p.steps:
             per_step.setdefault(num, []).append((p.rank, int(p.start[s]), node, 0))
     out = []
+    t_list, why_list = times.tolist(), why.tolist()  # the walk reads them one by one
+    src, kind, node_rank = g.src.tolist(), g.kind.tolist(), g.node_rank.tolist()
     for num in sorted(per_step):
         rows = per_step[num]
         durs = {r: int(times[c] - times[s]) for r, s, c, _ in rows}
@@ -132,21 +140,21 @@ def step_paths(g: StepGraph) -> list[StepPath]:
         segs: list[Segment] = []
         on_path: set[int] = set()
         while v != s_node:
-            e = int(why[v])
+            e = why_list[v]
             if e < 0:  # a node the graph does not explain (no predecessor): untracked time
-                if times[v] > lo:
-                    r = int(g.node_rank[v])
-                    segs.append(Segment(r, lo, int(times[v]), "cpu", "untracked", ""))
+                if t_list[v] > lo:
+                    r = node_rank[v]
+                    segs.append(Segment(r, lo, t_list[v], "cpu", "untracked", ""))
                 break
-            u = int(g.src[e])
-            if KINDS[int(g.kind[e])] == "transfer":
+            u = src[e]
+            if KINDS[kind[e]] == "transfer":
                 on_path.add(u)
-            a, b = max(int(times[u]), lo), int(times[v])
+            a, b = max(t_list[u], lo), t_list[v]
             if b > a:
                 cause, detail, name = _label(g, e)
-                r = int(g.node_rank[v] if g.node_rank[v] >= 0 else g.node_rank[u])
+                r = node_rank[v] if node_rank[v] >= 0 else node_rank[u]
                 segs.append(Segment(r, a, b, cause, detail, name))
-            if times[u] <= lo:
+            if t_list[u] <= lo:
                 break
             v = u
         segs.reverse()

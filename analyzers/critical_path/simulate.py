@@ -70,9 +70,16 @@ def anchors(g: StepGraph) -> np.ndarray:
 
 
 def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Node times and binding edges after *change* (None: the measured graph)."""
-    d = g.delay.copy() if change is None else delays(g, change)
-    return replay(len(g.node_time), g.topo, g.pred, d, anchors(g))
+    """Node times and binding edges after *change* (None: the measured graph, replayed once
+    per graph and reused; the arrays are read-only)."""
+    if change is None:
+        if g.measured_replay is None:
+            times, why = replay(len(g.node_time), g.topo, g.pred, g.delay.copy(), anchors(g))
+            times.flags.writeable = False
+            why.flags.writeable = False
+            g.measured_replay = (times, why)
+        return g.measured_replay
+    return replay(len(g.node_time), g.topo, g.pred, delays(g, change), anchors(g))
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:

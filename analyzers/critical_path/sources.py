@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
     from collectors.model import Trace
 
@@ -40,10 +41,12 @@ _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def kernel_category(name: str) -> str:
     """Category of a GPU event by its name: the first matching rule of ``communication``,
     ``memory``, ``gemm``, ``attention``, ``conv``, ``norm``, ``reduce``, ``elementwise``;
-    otherwise ``other``.  A placeholder for the op-category table (one function to re-point)."""
+    otherwise ``other``.  A placeholder for the op-category table (one function to re-point).
+    Cached by name: a trace repeats a few thousand names over its events."""
     for cat, pattern in _CATEGORY_RULES:
         if pattern.search(name):
             return cat

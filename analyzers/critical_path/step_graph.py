@@ -25,9 +25,10 @@ collectives' kernel ends (a collective ends together on every rank).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -101,13 +102,15 @@ class StepGraph:
     offsets: dict[int, int]
     topo: list[int]
     pred: list[list[tuple[int, int]]]
+    measured_replay: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    """The replay with no change (:func:`analyzers.critical_path.simulate.run`), once computed."""
 
     def category(self, e: int) -> str:
         """kernel_category of the GPU row of a ``gpu`` edge."""
         r = self.ranks_by_id[int(self.node_rank[self.src[e]])]
         return kernel_category(str(r.ev.name[int(self.node_event[self.src[e]])]))
 
-    @property
+    @functools.cached_property
     def ranks_by_id(self) -> dict[int, RankPart]:
         return {p.rank: p for p in self.ranks}
 
@@ -188,14 +191,33 @@ def _rank_part(b: _Builder, trace: Trace) -> RankPart:
     host_steps = np.flatnonzero(is_step & host)
     host_steps = host_steps[np.argsort(ev.ts[host_steps], kind="stable")]
     launch_of = np.where(lk >= 0, ev.ts[np.maximum(lk, 0)], -1)
-    for num, s in zip(_step_numbers(ev, host_steps), host_steps.tolist(), strict=True):
-        inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
-        ends = np.concatenate([[end[s]], end[g_rows[inside]]])
-        done = int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s])))
+    for num, s, rows in zip(
+        _step_numbers(ev, host_steps),
+        host_steps.tolist(),
+        _launched_in(launch_of, ev.ts[host_steps], ev.end[host_steps]),
+        strict=True,
+    ):
+        ends = np.concatenate([[end[s]], end[g_rows[rows]]])
+        done = int(max(ev.end[s], ev.end[g_rows[rows]].max(initial=ev.end[s])))
         node = int(b.nodes(np.array([done]), trace.rank, np.array([-1]))[0])
         b.edges(ends, np.full(len(ends), node), "complete")
         steps.append((num, s, node, done))
     return RankPart(trace.rank, ev, start, end, launches_gpu, is_step, steps)
+
+
+def _launched_in(t: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+    """Per window ``[lo[i], hi[i])`` (sorted by *lo*), the positions of *t* inside it, in
+    order.  Disjoint windows (ProfilerSteps) take one ``searchsorted`` for all; overlapping
+    ones are scanned one by one."""
+    if len(lo) and bool((hi[:-1] <= lo[1:]).all()):
+        k = np.searchsorted(lo, t, side="right") - 1
+        inside = (k >= 0) & (t < hi[np.maximum(k, 0)])
+        pos = np.flatnonzero(inside)
+        by = k[pos]  # ascending positions, grouped by window in a stable sort
+        pos = pos[np.argsort(by, kind="stable")]
+        cuts = np.searchsorted(np.sort(by), np.arange(1, len(lo)))
+        return np.split(pos, cuts)
+    return [np.flatnonzero((t >= a) & (t < z)) for a, z in zip(lo, hi, strict=True)]
 
 
 def _sync_edges(
@@ -230,6 +252,7 @@ def _collective_rows(part: RankPart, trace: Trace) -> list[tuple[str, int, str, 
     out = []
     counts: dict[str, int] = {}
     cols = c.sort_values("start_ns", kind="stable")
+    row: Any
     for row in cols.itertuples(index=False):
         pg = str(row.pg_name) if isinstance(row.pg_name, str) else "?"
         n = counts.get(pg, 0)
@@ -290,7 +313,9 @@ def build_step_graph(traces: Sequence[Trace]) -> StepGraph:
         )
     t_all = np.asarray(b.t, np.int64)
     rank_arr = np.asarray(b.rank, np.int64)
-    off = np.array([offsets.get(int(r), 0) if r >= 0 else 0 for r in rank_arr.tolist()], np.int64)
+    ranks_seen = np.unique(rank_arr)
+    per_rank = np.array([offsets.get(int(r), 0) if r >= 0 else 0 for r in ranks_seen], np.int64)
+    off = per_rank[np.searchsorted(ranks_seen, rank_arr)] if len(rank_arr) else rank_arr.copy()
     aligned = t_all + off
     aligned[len(t_local) :] = t_all[len(t_local) :]  # join nodes are on the aligned clock
     src, dst = np.asarray(b.src, np.int64), np.asarray(b.dst, np.int64)

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.op_models.args import OpCost
 from analyzers.op_models.registry import MODELS, model_op
@@ -116,9 +116,16 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     concrete = host["concrete_inputs"].to_numpy() if "concrete_inputs" in host else none
     strides = host["input_strides"].to_numpy() if "input_strides" in host else none
     costs: dict[int, OpCost] = {}
+    seen: dict[tuple[Any, ...], OpCost | None] = {}  # calls with the same recorded arguments
     for i in ops.tolist():
         if names[i] in MODELS:
-            c = model_op(names[i], dims[i], types[i], concrete[i], strides[i])
+            key = (names[i], dims[i], types[i], concrete[i], strides[i])
+            try:
+                c = seen[key]
+            except KeyError:
+                c = seen[key] = model_op(*key)
+            except TypeError:  # an argument recorded as a list: not hashable
+                c = model_op(*key)
             if c is not None:
                 costs[i] = c
     if not costs:
@@ -136,7 +143,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
 
     # outermost modelled ancestor-or-self of each op; parents precede children in start order
     top: dict[int, int] = {}
-    for i in sorted(ops.tolist(), key=lambda r: (start[r], -end[r], r)):
+    for i in ops[np.lexsort((ops, -end[ops], start[ops]))].tolist():
         p = parent.get(i, -1)
         up = top.get(p, -1) if p >= 0 else -1
         top[i] = up if up >= 0 else (i if i in costs else -1)
