@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.serving.capture import capture_nodes
 from analyzers.serving.ops import GPU_WORK_KINDS, GRAPH_LAUNCH_RE, frame, names_matching
@@ -144,12 +144,13 @@ def _graph_launches(trace: Trace) -> tuple[np.ndarray, list[np.ndarray]]:
     rows = rows[np.argsort(h["start_ns"].to_numpy()[rows], kind="stable")]
     work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
     corr = g["correlation"].to_numpy()[work]
-    order = np.lexsort((work, g["start_ns"].to_numpy()[work]))
-    by_corr: dict[int, list[int]] = defaultdict(list)
-    for i in order.tolist():
-        by_corr[int(corr[i])].append(int(work[i]))
+    # work rows grouped by correlation id, each group in GPU order (start, then row)
+    order = np.lexsort((work, g["start_ns"].to_numpy()[work], corr))
+    ids, rows_by_id = corr[order], work[order].astype(np.int64)
     launch_corr = h["correlation"].to_numpy()[rows]
-    kernels = [np.asarray(by_corr.get(int(c), []), dtype=np.int64) for c in launch_corr]
+    lo = np.searchsorted(ids, launch_corr, side="left")
+    hi = np.searchsorted(ids, launch_corr, side="right")
+    kernels = [rows_by_id[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
     return rows, kernels
 
 

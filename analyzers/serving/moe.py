@@ -28,9 +28,10 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
+from analyzers.serving.ops import names_matching
 from collectors.linking import enclosing_parents
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     parent = enclosing_parents(
         start, end, (host["pid"].to_numpy()[is_op], host["tid"].to_numpy()[is_op])
     )
-    names = host["name"].astype(object).to_numpy()[is_op]
-    match = np.array([bool(LAYER_RE.search(str(n))) for n in names] + [False])
+    # each distinct name tested once (LAYER_RE never matches a missing name's "nan")
+    match = np.append(names_matching(host["name"], LAYER_RE)[is_op], False)
     pos = pd.Series(np.arange(len(is_op)), index=is_op).reindex(rows).fillna(-1).to_numpy(int)
     while (pos >= 0).any():
         live = pos >= 0
