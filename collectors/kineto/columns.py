@@ -85,8 +85,11 @@ class Activities:
         end: np.ndarray,
         stream: np.ndarray,
         comms: dict[int, dict[str, Any]],
+        position: np.ndarray,
     ) -> None:
         self.acts = acts
+        self.position = position
+        """Each row's position among its chunk's events."""
         self.args = args
         self.name = name
         self.cat = cat

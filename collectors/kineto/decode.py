@@ -101,6 +101,11 @@ class XArgs(msgspec.Struct, gc=False):
     blocks_per_sm: Any = _named(NAN, "blocks per SM")
     warps_per_sm: Any = _named(NAN, "warps per SM")
     kind: Any = None
+    kernel: Any = None
+    """The kernel a launch call launches (runtime/driver rows)."""
+    wait_on_stream: Any = -1
+    wait_on_event: Any = _named(-1, "wait_on_cuda_event_record_corr_id")
+    """``cuda_sync`` rows: the stream / the correlation of the ``cudaEventRecord`` waited on."""
 
 
 class XArgsComm(XArgs, gc=False):

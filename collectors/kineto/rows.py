@@ -34,6 +34,7 @@ from collectors.kineto.columns import (
     floats,
     gpu_user_part,
     ints,
+    pick,
     triples,
     us_to_ns,
 )
@@ -47,7 +48,7 @@ from collectors.kineto.stream import (
     stream_chunks,
     whole_chunks,
 )
-from collectors.model import GPU_KINDS
+from collectors.model import GPU_KINDS, LAUNCH_CATS
 
 HOST_CATS = frozenset(
     {
@@ -86,6 +87,7 @@ def _skip(_: Any) -> None:
 
 
 _MEMCPY = GPU_KINDS.index("memcpy")
+_SYNC = GPU_KINDS.index("sync")
 
 Part = dict[str, Any]
 """One chunk's columns of one table (numpy arrays, or lists for object columns)."""
@@ -122,6 +124,10 @@ class Rows:
         self.compact: dict[bytes, str | None] = {b"": None}
         self.copy_kind_of_name: dict[int, str | None] = {}
         self.n_acts = 0
+        self.event_counts: dict[int, int] = {}
+        """Events (of every phase) in each chunk this reader decoded, by chunk index: each
+        row's ``event_index`` is its position in its chunk until :meth:`parts` adds the events
+        of the chunks before it."""
         self.top: KinetoFile | None = None
         """The file's top-level keys (from the last chunk, once added)."""
 
@@ -131,35 +137,35 @@ class Rows:
         """Add the rows of chunk number *index* (activity rows, counters, metadata)."""
         self.index = index
         self.chunks += 1
-        xs: list[XEvent] = []
+        self.event_counts[index] = len(chunk.events)
         metas: list[MEvent] = []
         others: list[Any] = []
-        put: dict[type, Callable[[Any], None]] = {
-            chunk.xcls: xs.append,
-            MEvent: metas.append,
-            CEvent: others.append,
-        }
+        put: dict[type, Callable[[Any], None]] = {MEvent: metas.append, CEvent: others.append}
         put.update(dict.fromkeys(I_TYPES, others.append))
         skip = _skip
-        for e in chunk.events:  # one pass (three list comprehensions cost three times more)
+        events = chunk.events
+        for e in events:  # one pass (three list comprehensions cost three times more)
             put.get(e.__class__, skip)(e)
         if metas:
             self._add_metas(metas)
         others = [e for e in others if e.ts is not None]
         if others:
             self._add_counters(others, chunk)
-        # activity rows (HTA): ph "X" with dur and cat, cat != "Trace"
-        acts = [
-            e
-            for e in xs
-            if e.dur is not None
+        # activity rows (HTA): ph "X" with dur and cat, cat != "Trace"; and their positions
+        xcls: Any = chunk.xcls
+        at = [
+            i
+            for i, e in enumerate(events)
+            if e.__class__ is xcls
+            and e.dur is not None
             and e.ts is not None
             and e.cat.__class__ is str
             and e.cat != "Trace"
         ]
-        if acts:
-            self.n_acts += len(acts)
-            self._add_activities(acts, chunk)
+        if at:
+            self.n_acts += len(at)
+            acts = pick(events, np.array(at, dtype=np.int64))
+            self._add_activities(acts, np.array(at, dtype=np.int64), chunk)
         if chunk.top is not None:
             self.top = chunk.top
 
@@ -215,14 +221,16 @@ class Rows:
                 "sync": np.array([c == "cuda_sync" for c in cats], dtype=bool),
                 "gpu_user": np.array([c == "gpu_user_annotation" for c in cats], dtype=bool),
                 "python": np.array([c == "python_function" for c in cats], dtype=bool),
+                "launch": np.array([c in LAUNCH_CATS for c in cats], dtype=bool),
                 "kind": np.array(
                     [GPU_KINDS.index(GPU_KIND_BY_CAT.get(c, "other")) for c in cats], np.int64
                 ),
             }
         return self._flags
 
-    def _add_activities(self, acts: list[XEvent], chunk: Chunk) -> None:
-        """Split the chunk's activity rows into ``gpu``, ``host`` and ``gpu_user`` rows."""
+    def _add_activities(self, acts: list[XEvent], at: np.ndarray, chunk: Chunk) -> None:
+        """Split the chunk's activity rows (*at*: their positions in the chunk) into ``gpu``,
+        ``host`` and ``gpu_user`` rows."""
         start = self._ns(acts, "ts", chunk, acts=True)
         end = start + self._ns(acts, "dur", chunk, acts=True)
         args = [e.args for e in acts]
@@ -236,7 +244,7 @@ class Rows:
             is_host &= ~flags["python"][cat]
         name = self._ids(self.names, [e.name for e in acts])
         comms = chunk.comms_of(acts, args)
-        cols = Activities(acts, args, name, cat, start, end, stream, comms)
+        cols = Activities(acts, args, name, cat, start, end, stream, comms, at)
         if is_gpu.any():
             self.gpu.append((self.index, self._gpu_part(cols, np.flatnonzero(is_gpu))))
         if is_host.any():
@@ -248,6 +256,7 @@ class Rows:
         rows, a = cols.rows(idx)
         name = cols.name[idx]
         kind = self._cat_flags()["kind"][cols.cat[idx]] if len(idx) else np.zeros(0, np.int64)
+        is_sync = kind == _SYNC
         grid = triples([g.grid for g in a])
         block = triples([g.block for g in a])
         return {
@@ -275,6 +284,9 @@ class Rows:
             "blocks_per_sm": floats([g.blocks_per_sm for g in a]),
             "warps_per_sm": floats([g.warps_per_sm for g in a]),
             "comm_args": cols.comm(idx),
+            "wait_on_stream": np.where(is_sync, ints([g.wait_on_stream for g in a]), -1),
+            "wait_on_event_correlation": np.where(is_sync, ints([g.wait_on_event for g in a]), -1),
+            "event_index": cols.position[idx],
         }
 
     def _copy_kinds(self, name: np.ndarray, kind: np.ndarray, a: list[Any]) -> list[str | None]:
@@ -298,6 +310,13 @@ class Rows:
 
     def _host_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         a = cols.args_at(idx)
+        launches = np.flatnonzero(self._cat_flags()["launch"][cols.cat[idx]]).tolist()
+        kernels = [a[i].kernel for i in launches]
+        launch_kernel = np.full(len(idx), -1, dtype=np.int64)
+        if any(k.__class__ is str for k in kernels):
+            ids = self._ids(self.names, [k if k.__class__ is str else "" for k in kernels])
+            is_name = np.array([k.__class__ is str for k in kernels], dtype=bool)
+            launch_kernel[np.array(launches, dtype=np.int64)[is_name]] = ids[is_name]
         return {
             "name": cols.name[idx],
             "cat": cols.cat[idx],
@@ -312,6 +331,8 @@ class Rows:
             "concrete_inputs": self._compact([x.concrete_inputs for x in a]),
             "input_strides": self._compact([x.input_strides for x in a]),
             "comm_args": cols.comm(idx),
+            "launch_kernel": launch_kernel,
+            "event_index": cols.position[idx],
         }
 
     def _compact(self, raws: list[msgspec.Raw]) -> list[str | None]:
@@ -347,7 +368,12 @@ class Rows:
         last: dict[Any, MEvent] = {}
         for chunk_metas in _ordered(self.metas):
             last.update(chunk_metas)
-        empty = Activities([], [], EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, {})
+        e = EMPTY_INTS
+        empty = Activities([], [], e, e, e, e, e, {}, e)
+        before = self._events_before()
+        for table in (self.gpu, self.host):
+            for index, part in table:
+                part["event_index"] = part["event_index"] + before[index]
         return RowParts(
             path=self.path,
             top=self.top,
@@ -360,6 +386,16 @@ class Rows:
             processes=_process_thread_names(list(last.values()), self.path),
             chunks=self.chunks,
         )
+
+    def _events_before(self) -> dict[int, int]:
+        """Per chunk index, the events of the chunks before it (every chunk's count is known
+        once the rows of every reader of the file are merged)."""
+        before: dict[int, int] = {}
+        total = 0
+        for index in range(max(self.event_counts, default=-1) + 1):
+            before[index] = total
+            total += self.event_counts[index]  # KeyError: a chunk no reader decoded (a bug)
+        return before
 
     def state(self) -> dict[str, Any]:
         """What :meth:`merge` needs of these rows (plain values: picklable)."""
@@ -377,6 +413,7 @@ class Rows:
             "memory": self.memory,
             "metas": metas,
             "n_acts": self.n_acts,
+            "event_counts": self.event_counts,
             "top": self.top,
         }
 
@@ -388,7 +425,9 @@ class Rows:
         for index, part in state["gpu"]:
             self.gpu.append((index, {**part, "name": names[part["name"]]}))
         for index, part in state["host"]:
+            kernel = part["launch_kernel"]
             host = {**part, "name": names[part["name"]], "cat": cats[part["cat"]]}
+            host["launch_kernel"] = np.where(kernel >= 0, names[np.maximum(kernel, 0)], -1)
             self.host.append((index, host))
         for index, part in state["gpu_user"]:
             self.gpu_user.append((index, {**part, "name": names[part["name"]]}))
@@ -401,6 +440,7 @@ class Rows:
             }
             self.metas.append((index, last))
         self.n_acts += state["n_acts"]
+        self.event_counts.update(state["event_counts"])
         if self.top is None:
             self.top = state["top"]
 

@@ -73,6 +73,7 @@ def build_trace(parts: RowParts, rank: int | None) -> Trace:
     parts.host.clear()
     host["name"] = _categorical(host["name"], names)
     host["cat"] = _categorical(host["cat"], cats)
+    host["launch_kernel"] = _categorical(host["launch_kernel"], names, missing=True)
     _mark_collectives(host)
     gpu_user = _concat(parts.gpu_user)
     gpu_user["name"] = names[gpu_user["name"]].tolist()
@@ -95,9 +96,14 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _categorical(ids: np.ndarray, strings: np.ndarray) -> pd.Categorical:
-    """Categorical of ``strings[ids]``, categories in order of first appearance (interned)."""
+def _categorical(ids: np.ndarray, strings: np.ndarray, *, missing: bool = False) -> pd.Categorical:
+    """Categorical of ``strings[ids]``, categories in order of first appearance (interned);
+    with *missing*, an id of -1 is a missing value."""
     codes, uniques = pd.factorize(ids)
+    if missing and (uniques < 0).any():
+        gone = int(np.flatnonzero(uniques < 0)[0])
+        codes = np.where(codes == gone, -1, codes - (codes > gone))
+        uniques = np.delete(uniques, gone)
     return pd.Categorical.from_codes(
         codes, categories=pd.Index(strings[uniques], dtype=object).astype(str)
     )
