@@ -403,20 +403,22 @@ def _describe(data: bytes) -> str:
 
 
 class ExactEvent(msgspec.Struct, gc=False):
-    """An event's times as exact decimals, and what decides whether it is an activity row."""
+    """An event's times as exact decimals (floats as :class:`~decimal.Decimal`, integers as
+    ``int``, anything else as decoded: :func:`collectors.kineto.columns.decimal_us_to_ns`
+    rejects it), and what decides whether it is an activity row."""
 
     ph: Any = None
     cat: Any = None
-    ts: Decimal | None = None
-    dur: Decimal | None = None
+    ts: Any = None
+    dur: Any = None
 
 
 class _ExactFile(msgspec.Struct):
     traceEvents: list[ExactEvent] | None = None
 
 
-_EXACT_DECODER = msgspec.json.Decoder(_ExactFile)
-_EXACT_LIST_DECODER = msgspec.json.Decoder(list[ExactEvent])
+_EXACT_DECODER = msgspec.json.Decoder(_ExactFile, float_hook=Decimal)
+_EXACT_LIST_DECODER = msgspec.json.Decoder(list[ExactEvent], float_hook=Decimal)
 
 
 def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEvent]:
@@ -424,11 +426,11 @@ def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEv
     file's text, or from a JSON array of events when *array*.
 
     Raises:
-        InputError: a ``ts``/``dur`` that is not a number.
+        InputError: the text does not decode (it did the first time: not expected).
     """
     try:
         if array:
             return _EXACT_LIST_DECODER.decode(data)
         return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
-        raise InputError(f"event time is not a number ({e})", path=path) from None
+        raise InputError(f"event times do not decode ({e})", path=path) from None
