@@ -17,14 +17,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from collectors.kineto.decode import I_TYPES, CEvent, XEvent
+from collectors.limits import TIME_LIMIT_NS
 
 EXACT_FLOAT_LIMIT_US = 2.0**43
 """Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
 recovered exactly by :func:`us_to_ns`'s float path."""
 
-TIME_LIMIT_NS = 2**62
-"""Times are kept when they lie in [0, 2**62] ns (0 to about 146 years): then every time, and
-every difference of two times, fits int64 (docs/reliability.md)."""
 _LIMIT_US = TIME_LIMIT_NS // 1000
 
 OK = 0
@@ -181,27 +179,6 @@ class Rejections:
         """``rejected 3 of 120 activity events (2 negative dur, 1 ...)``, or None."""
         k = self.total(what)
         return f"rejected {k} of {of} {what} ({self.reasons(what)})" if k else None
-
-
-MAX_NESTING = 32
-"""Values kept from the file whole (collective metadata, ``distributedInfo``) may nest this
-deep; deeper ones are dropped with a note (they would overflow the stack of a later stage)."""
-
-
-def nested_deeper(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether *value* (decoded JSON) has lists/objects nested more than *limit* deep."""
-    level = [value]
-    for _ in range(limit + 1):
-        nxt: list[Any] = []
-        for v in level:
-            if v.__class__ is dict:
-                nxt.extend(v.values())
-            elif v.__class__ is list:
-                nxt.extend(v)
-        if not nxt:
-            return False
-        level = nxt
-    return True
 
 
 EMPTY_INTS = np.zeros(0, dtype=np.int64)

@@ -27,12 +27,10 @@ import numpy as np
 from collectors.errors import InputError
 from collectors.kineto.columns import (
     EMPTY_INTS,
-    MAX_NESTING,
     NAME_NOT_TEXT,
     NEGATIVE_DUR,
     OK,
     OUT_OF_RANGE,
-    TIME_LIMIT_NS,
     Activities,
     InexactTimes,
     Rejections,
@@ -42,7 +40,6 @@ from collectors.kineto.columns import (
     floats,
     gpu_user_part,
     ints,
-    nested_deeper,
     pick,
     triples,
     us_to_ns,
@@ -57,6 +54,7 @@ from collectors.kineto.stream import (
     stream_chunks,
     whole_chunks,
 )
+from collectors.limits import MAX_NESTING, TIME_LIMIT_NS, nested_deeper
 from collectors.model import GPU_KINDS, LAUNCH_CATS
 
 HOST_CATS = frozenset(
