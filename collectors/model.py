@@ -35,6 +35,14 @@ Tables
     blocks_per_sm          float64  as reported by the source, NaN if absent
     warps_per_sm           float64  as reported by the source, NaN if absent
     comm_args              object   dict of NCCL/collective metadata found on the event, or None
+    wait_on_stream         int64    ``sync`` rows: the stream whose work is waited on (Kineto
+                                    ``args.wait_on_stream``; -1 unknown or not a sync row)
+    wait_on_event_         int64    ``sync`` rows: correlation of the ``cudaEventRecord`` call
+    correlation                     whose event is waited on (Kineto
+                                    ``args.wait_on_cuda_event_record_corr_id``; -1 unknown)
+    event_index            int64    the event's position in the source's event list (Kineto:
+                                    in ``traceEvents``, counting every event; HTA's tie-break
+                                    for events that start at the same instant); -1 unknown
     =====================  =======  ============================================================
 
 ``host``  one row per host-side event: CPU ops, runtime/driver API calls, user annotations:
@@ -44,8 +52,11 @@ Tables
     correlation (int64, -1), external_id (int64, -1), input_dims (object: str or None),
     input_types (object: str or None), concrete_inputs (object: str or None; Kineto
     ``Concrete Inputs``, the scalar arguments as strings), input_strides (object: str or None;
-    Kineto ``Input Strides``), comm_args (object: dict or None).  The four argument columns are
-    compact JSON text as recorded.
+    Kineto ``Input Strides``), comm_args (object: dict or None), launch_kernel (category: on
+    device API calls (:data:`LAUNCH_CATS`), the kernel the call launches as the source records
+    it (Kineto ``args.kernel``; also while a CUDA graph is captured, when no kernel runs), None
+    elsewhere or when not recorded), event_index (int64, as in ``gpu``).  The four argument
+    columns are compact JSON text as recorded.
 
 ``annotations``  ranges that name a stretch of time: ``ProfilerStep#N``, user ranges, NVTX,
     GPU-side user annotations: name (category), kind (category: ``step`` | ``user`` |
@@ -64,7 +75,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
 
 GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
@@ -91,13 +102,31 @@ GPU_INT_COLUMNS = (
     "dynamic_smem_bytes",
     "shared_mem_bytes",
     "bytes",
+    "wait_on_stream",
+    "wait_on_event_correlation",
+    "event_index",
 )
 GPU_FLOAT_COLUMNS = ("est_achieved_occupancy", "blocks_per_sm", "warps_per_sm")
 GPU_COLUMNS = ("name", "kind", *GPU_INT_COLUMNS, "copy_kind", *GPU_FLOAT_COLUMNS, "comm_args")
 
-HOST_INT_COLUMNS = ("start_ns", "end_ns", "pid", "tid", "correlation", "external_id")
+HOST_INT_COLUMNS = (
+    "start_ns",
+    "end_ns",
+    "pid",
+    "tid",
+    "correlation",
+    "external_id",
+    "event_index",
+)
 HOST_ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
-HOST_COLUMNS = ("name", "cat", *HOST_INT_COLUMNS, *HOST_ARG_COLUMNS, "comm_args")
+HOST_COLUMNS = (
+    "name",
+    "cat",
+    *HOST_INT_COLUMNS,
+    *HOST_ARG_COLUMNS,
+    "comm_args",
+    "launch_kernel",
+)
 LAUNCH_CATS = (
     "cuda_runtime",
     "cuda_driver",
@@ -303,7 +332,7 @@ def gpu_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
 
 def host_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     """Build a ``host`` table from column arrays."""
-    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), ("name", "cat"))
+    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), ("name", "cat", "launch_kernel"))
 
 
 def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:

@@ -8,8 +8,8 @@ share a ``correlation``.  HTA's "GPU side" of that join is ``stream >= 0 and cor
 plus the stream-less ``Event Sync`` / ``Context Sync`` rows; every other row is "CPU side".
 
 ``order`` breaks ties between events that start at the same instant the way HTA does (its
-frame index, i.e. the position in ``traceEvents``): the model's optional ``event_index``
-column when present, else host rows before GPU rows, each in table order.
+frame index, i.e. the position in ``traceEvents``): the model's ``event_index`` column when
+every row has one, else host rows before GPU rows, each in table order.
 """
 
 from __future__ import annotations
@@ -116,11 +116,10 @@ def build_events(trace: Trace) -> Events:
     tid = np.concatenate([h["tid"].to_numpy(np.int64), np.where(g_stream >= 0, g_stream, -1)])
     is_host = np.concatenate([np.ones(nh, bool), np.zeros(ng, bool)])
     row = np.concatenate([np.arange(nh), np.arange(ng)])
-    if "event_index" in h.columns and "event_index" in g.columns:
-        order = np.concatenate(
-            [h["event_index"].to_numpy(np.int64), g["event_index"].to_numpy(np.int64)]
-        )
-    else:
+    order = np.concatenate(
+        [h["event_index"].to_numpy(np.int64), g["event_index"].to_numpy(np.int64)]
+    )
+    if (order < 0).any():  # not recorded (nsys, built traces): table order
         order = np.arange(nh + ng, dtype=np.int64)
     gpu_side = (stream >= 0) & (corr >= 0)
     gpu_side[nh:] |= np.isin(name[nh:], STREAMLESS_SYNC)

@@ -4,8 +4,8 @@
   moved into ``analyzers/`` — re-point this one line);
 * :func:`kernel_category` — a small name-based kernel classifier (to be re-pointed at the real
   op-category table);
-* :func:`optional_gpu_column` — sync-event fields the trace model does not carry yet
-  (``wait_on_stream``, ``wait_on_event_correlation``, see docs/critical-path.md "Model fields").
+* :func:`optional_gpu_column` — the sync-event fields of the trace model (``wait_on_stream``,
+  ``wait_on_event_correlation``: -1 where the source does not record them).
 """
 
 from __future__ import annotations
@@ -54,8 +54,5 @@ def kernel_category(name: str) -> str:
 
 
 def optional_gpu_column(trace: Trace, column: str) -> np.ndarray:
-    """``trace.gpu[column]`` as int64 when the table has it, else all -1 (unknown)."""
-    gpu = trace.gpu
-    if column in gpu.columns:
-        return np.asarray(gpu[column].to_numpy(), dtype=np.int64)
-    return np.full(len(gpu), -1, dtype=np.int64)
+    """``trace.gpu[column]`` as int64 (a model column; -1 unknown)."""
+    return np.asarray(trace.gpu[column].to_numpy(), dtype=np.int64)

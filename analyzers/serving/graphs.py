@@ -22,8 +22,8 @@ region's nodes, first that applies:
 
 The better of name-scan and name-group (more kernels aligned) is kept.  Without kernel names a
 launch whose kernel count differs from every region's node count stays unattributed.  The
-kernel names of capture launch calls are Kineto's ``args.kernel``, which the trace model does
-not hold yet: pass them as :attr:`Capture.kernel_names`.
+kernel names of capture launch calls are Kineto's ``args.kernel``, which the trace
+model holds as ``host.launch_kernel`` (:attr:`Capture.kernel_names` overrides them).
 
 With several captures that say their batch size (``Capture.batch_size``, ``mode``) and the
 serving steps, a launch only considers the captures of the smallest batch size ≥ its step's
@@ -87,7 +87,7 @@ class Capture:
     trace: Trace
     kernel_names: Mapping[int, str] | None = None
     """Correlation of a launch call in :attr:`trace` → the kernel it launched (Kineto
-    ``args.kernel``)."""
+    ``args.kernel``); None: the trace's own (``host.launch_kernel``).  Empty: names unknown."""
     batch_size: int | None = None
     """The batch size (tokens) the graphs were captured for (``execution_details.json``)."""
     mode: str | None = None
@@ -197,11 +197,26 @@ def _align(
     return (scan, "name-scan") if n_scan >= n_group else (group, "name-group")
 
 
+def kernel_names_of(cap: Capture) -> Mapping[int, str]:
+    """Correlation → kernel name of the capture's launch calls: :attr:`Capture.kernel_names`,
+    else the trace's ``host.launch_kernel`` (first name per correlation)."""
+    if cap.kernel_names is not None:
+        return cap.kernel_names
+    h = cap.trace.host
+    has = np.asarray(h["launch_kernel"].notna(), dtype=bool) & (h["correlation"].to_numpy() >= 0)
+    corr = h["correlation"].to_numpy()[has].tolist()
+    names = h["launch_kernel"].astype(object).to_numpy()[has].tolist()
+    out: dict[int, str] = {}
+    for c, n in zip(corr, names, strict=True):
+        out.setdefault(int(c), str(n))
+    return out
+
+
 def _regions(captures: Sequence[Capture]) -> list[_Region]:
     out = []
     for ci, cap in enumerate(captures):
         nodes = capture_nodes(cap.trace)
-        known = cap.kernel_names or {}
+        known = kernel_names_of(cap)
         for r, part in nodes.groupby("region", sort=True):
             part = part.reset_index(drop=True)
             names = [known.get(int(c)) for c in part["correlation"].tolist()]
@@ -259,7 +274,7 @@ def attribute_graphs(
     gkind = g["kind"].astype(object).to_numpy()
     dur = (g["end_ns"] - g["start_ns"]).to_numpy()
     regions = _regions(caps)
-    names_known = {i: c.kernel_names is not None for i, c in enumerate(caps)}
+    names_known = {i: bool(kernel_names_of(c)) for i, c in enumerate(caps)}
     seq = _sequence_ids([tuple(gname[k].tolist()) for k in per_launch])
     launch_rows, kernel_parts = [], []
     notes: list[str] = []

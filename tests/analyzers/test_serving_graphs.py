@@ -22,7 +22,7 @@ from support.serving_builders import (
 from support.serving_data import CAPTURED, inference, tracelens_root
 
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
-from analyzers.serving.graphs import Capture, attribute_graphs
+from analyzers.serving.graphs import Capture, attribute_graphs, kernel_names_of
 from analyzers.serving.ops import kernel_ops
 from analyzers.serving.phases import step_ranges
 from collectors.kineto import read_kineto
@@ -214,10 +214,11 @@ def test_vllm_piecewise_every_one_of_its_25_graph_replays_fully_attributed():
 def test_xdit_replays_missing_a_kernel_need_the_capture_kernel_names():
     ex_path, cap_path = (inference(p) for p in CAPTURED["xdit"])
     ex, cap = read_kineto(ex_path), read_kineto(cap_path)
-    blind = attribute_graphs(ex, [cap])
+    blind = attribute_graphs(ex, [Capture(cap, {})])
     assert blind.coverage == 0.0
     assert set(blind.launches["match"]) == {"count-mismatch"}
-    res = attribute_graphs(ex, [Capture(cap, launch_kernel_names(cap_path))])
+    assert kernel_names_of(Capture(cap)) == launch_kernel_names(cap_path)  # the model's names
+    res = attribute_graphs(ex, [cap])
     assert res.coverage is not None and res.coverage >= 0.99
     assert (res.launches["nodes"] - res.launches["kernels"]).tolist() == [1, 1, 1, 1]
     assert _check_against_capture_links(res, ex, cap_path) > 6000
