@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -209,9 +209,9 @@ class Activities:
         self.end = end
         self.stream = stream
         self.comms = comms
-        self.pid = ints([e.pid for e in acts])
-        self.tid = ints([e.tid for e in acts])
-        self.correlation = ints([a.correlation for a in args])
+        self.pid = ints(field(acts, "pid"))
+        self.tid = ints(field(acts, "tid"))
+        self.correlation = ints(field(args, "correlation"))
         self.external_id = external_ids(args)
 
     def rows(self, idx: np.ndarray) -> tuple[list[XEvent], list[Any]]:
@@ -246,6 +246,17 @@ def gpu_user_part(cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         "tid": tid,
         "stream": np.where(stream != -1, stream, tid),
     }
+
+
+_GETTERS: dict[str, attrgetter[Any]] = {}
+
+
+def field(rows: Sequence[Any], name: str) -> list[Any]:
+    """Attribute *name* of every row (one C-level pass: no Python frame per row)."""
+    get = _GETTERS.get(name)
+    if get is None:
+        get = _GETTERS[name] = attrgetter(name)
+    return list(map(get, rows))
 
 
 def pick(values: list[Any], idx: np.ndarray) -> list[Any]:
@@ -311,9 +322,9 @@ def triples(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def external_ids(args: list[Any]) -> np.ndarray:
     """``External id`` (2022 traces: ``external id``), -1 when absent."""
-    ext = ints([a.external_id for a in args])
+    ext = ints(field(args, "external_id"))
     if (ext == -1).any():
-        old = ints([a.external_id_2022 for a in args])
+        old = ints(field(args, "external_id_2022"))
         ext = np.where(ext == -1, old, ext)
     return ext
 

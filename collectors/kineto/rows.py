@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from collectors.kineto.columns import (
     counter_rows,
     counts,
     decimal_us_to_ns,
+    field,
     floats,
     gpu_user_part,
     ints,
@@ -89,9 +90,18 @@ COPY_KIND_RE = re.compile(r"^(?:hip)?Memcpy\s*(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|Ato
 COPY_KINDS = frozenset({"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD", "AtoH", "HtoA"})
 
 
-def _skip(_: Any) -> None:
-    pass
+def _devices(args: list[Any], rows: list[Any]) -> list[Any]:
+    """``args.device`` of each device row, else its ``pid``."""
+    dev = field(args, "device")
+    if dev.count(None):
+        dev = [d if d is not None else e.pid for d, e in zip(dev, rows, strict=True)]
+    return dev
 
+
+_TIME = {"ts": attrgetter("ts"), "dur": attrgetter("dur")}
+_META, _OTHER, _X = 1, 2, 3
+"""Codes of the events :meth:`Rows.add` keeps: metadata, counters/instants, activities."""
+_CODE_OF_CLASS: dict[type, int] = {MEvent: _META, CEvent: _OTHER, **dict.fromkeys(I_TYPES, _OTHER)}
 
 _MEMCPY = GPU_KINDS.index("memcpy")
 _SYNC = GPU_KINDS.index("sync")
@@ -129,6 +139,7 @@ class Rows:
         self.chunks = 0
         """Chunks added."""
         self.compact: dict[bytes, str | None] = {b"": None}
+        self.activity_cat: dict[Any, bool] = {}
         self.copy_kind_of_name: dict[int, str | None] = {}
         self.n_acts = 0
         """Activity rows kept."""
@@ -152,32 +163,45 @@ class Rows:
         self.index = index
         self.chunks += 1
         self.event_counts[index] = len(chunk.events)
-        metas: list[MEvent] = []
-        others: list[Any] = []
-        put: dict[type, Callable[[Any], None]] = {MEvent: metas.append, CEvent: others.append}
-        put.update(dict.fromkeys(I_TYPES, others.append))
-        skip = _skip
         events = chunk.events
-        for e in events:  # one pass (three list comprehensions cost three times more)
-            put.get(e.__class__, skip)(e)
+        # each event's class as a code, in one C-level pass (no Python frame per event)
+        code_of = {**_CODE_OF_CLASS, chunk.xcls: _X}
+        codes = np.fromiter(map(code_of.get, map(type, events), repeat(0)), np.uint8, len(events))
+        metas = pick(events, np.flatnonzero(codes == _META))
         if metas:
             self._add_metas(metas)
+        others = pick(events, np.flatnonzero(codes == _OTHER))
         if others:
             self._add_counters(others, chunk)
         # activity rows (HTA): ph "X" with a string cat, cat != "Trace" (and a usable ts and
         # dur: :meth:`_add_activities` rejects the others); and their positions
-        xcls: Any = chunk.xcls
-        at = [
-            i
-            for i, e in enumerate(events)
-            if e.__class__ is xcls and e.cat.__class__ is str and e.cat != "Trace"
-        ]
-        if at:
-            self.n_candidates += len(at)
-            acts = pick(events, np.array(at, dtype=np.int64))
-            self._add_activities(acts, np.array(at, dtype=np.int64), chunk)
+        xat = np.flatnonzero(codes == _X)
+        xs = pick(events, xat)
+        cats = field(xs, "cat")
+        is_act = self._activity_cats(cats)
+        if not is_act.all():
+            keep = np.flatnonzero(is_act)
+            xat, xs, cats = xat[keep], pick(xs, keep), pick(cats, keep)
+        if xs:
+            self.n_candidates += len(xs)
+            self._add_activities(xs, xat, cats, chunk)
         if chunk.top is not None:
             self.top = chunk.top
+
+    def _activity_cats(self, cats: list[Any]) -> np.ndarray:
+        """Per ``X`` event category: whether it makes an activity row (a string other than
+        ``Trace``), memoised per distinct value (JSON values equal across types are numbers)."""
+        memo = self.activity_cat
+        try:
+            flags = np.fromiter(map(memo.get, cats, repeat(2)), np.uint8, len(cats))
+        except TypeError:  # an unhashable category (a list...): one by one
+            return np.array([c.__class__ is str and c != "Trace" for c in cats], dtype=bool)
+        new = np.flatnonzero(flags == 2).tolist()
+        if new:
+            for i in new:
+                c = cats[i]
+                flags[i] = memo.setdefault(c, c.__class__ is str and c != "Trace")
+        return flags.astype(bool)
 
     def _add_metas(self, metas: list[MEvent]) -> None:
         """Last event per (name, pid, tid) of the kept names (:data:`META_NAMES`), keys in order
@@ -200,7 +224,7 @@ class Rows:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Exact ns of *rows*' ``ts``/``dur`` (*acts*: the chunk's activity rows), re-read as
         decimals when floats are too large; and why each is unusable (0: usable)."""
-        values = [e.ts for e in rows] if field == "ts" else [e.dur for e in rows]
+        values = list(map(_TIME[field], rows))
         negative = NEGATIVE_DUR if field == "dur" else OUT_OF_RANGE
         try:
             return us_to_ns(values, negative)
@@ -241,7 +265,9 @@ class Rows:
             }
         return self._flags
 
-    def _add_activities(self, acts: list[XEvent], at: np.ndarray, chunk: Chunk) -> None:
+    def _add_activities(
+        self, acts: list[XEvent], at: np.ndarray, cats: list[str], chunk: Chunk
+    ) -> None:
         """Split the chunk's activity rows (*at*: their positions in the chunk) into ``gpu``,
         ``host`` and ``gpu_user`` rows, after rejecting those whose ``ts``/``dur`` are not
         usable times or whose name is not a string (counted in :attr:`rejected`)."""
@@ -249,7 +275,7 @@ class Rows:
         dur, bad_dur = self._ns(acts, "dur", chunk, acts=True)
         end = start + dur
         bad = np.where(bad > 0, bad, np.where(end > TIME_LIMIT_NS, OUT_OF_RANGE, bad_dur))
-        names = [e.name for e in acts]
+        names = field(acts, "name")
         if set(map(type, names)) != {str}:
             not_text = np.array([n.__class__ is not str for n in names], dtype=bool)
             bad = np.where((bad == OK) & not_text, NAME_NOT_TEXT, bad)
@@ -259,12 +285,13 @@ class Rows:
             if not len(keep):
                 return
             acts, at, names = pick(acts, keep), at[keep], pick(names, keep)
+            cats = pick(cats, keep)
             start, end = start[keep], end[keep]
         self.n_acts += len(acts)
-        args = [e.args for e in acts]
-        cat = self._ids(self.cats, [e.cat for e in acts])
+        args = field(acts, "args")
+        cat = self._ids(self.cats, cats)
         flags = self._cat_flags()
-        stream = ints([a.stream for a in args])
+        stream = ints(field(args, "stream"))
         is_gpu = ((stream != -1) & ~flags["host"][cat]) | flags["sync"][cat]
         is_gpu_user = flags["gpu_user"][cat] & ~is_gpu
         is_host = ~is_gpu & ~is_gpu_user
@@ -289,16 +316,14 @@ class Rows:
         name = cols.name[idx]
         kind = self._cat_flags()["kind"][cols.cat[idx]] if len(idx) else np.zeros(0, np.int64)
         is_sync = kind == _SYNC
-        grid = triples([g.grid for g in a])
-        block = triples([g.block for g in a])
+        grid = triples(field(a, "grid"))
+        block = triples(field(a, "block"))
         return {
             "name": name,
             "kind": kind,
             "start_ns": cols.start[idx],
             "end_ns": cols.end[idx],
-            "device": counts(
-                [g.device if g.device is not None else e.pid for g, e in zip(a, rows, strict=True)]
-            ),
+            "device": counts(_devices(a, rows)),
             "stream": cols.stream[idx],
             "correlation": cols.correlation[idx],
             "external_id": cols.external_id[idx],
@@ -308,16 +333,16 @@ class Rows:
             "block_x": block[0],
             "block_y": block[1],
             "block_z": block[2],
-            "registers_per_thread": counts([g.registers for g in a]),
-            "shared_mem_bytes": counts([g.shared_memory for g in a]),
-            "bytes": counts([g.bytes for g in a]),
+            "registers_per_thread": counts(field(a, "registers")),
+            "shared_mem_bytes": counts(field(a, "shared_memory")),
+            "bytes": counts(field(a, "bytes")),
             "copy_kind": self._copy_kinds(name, kind, a),
-            "est_achieved_occupancy": floats([g.occupancy for g in a], high=100.0),
-            "blocks_per_sm": floats([g.blocks_per_sm for g in a]),
-            "warps_per_sm": floats([g.warps_per_sm for g in a]),
+            "est_achieved_occupancy": floats(field(a, "occupancy"), high=100.0),
+            "blocks_per_sm": floats(field(a, "blocks_per_sm")),
+            "warps_per_sm": floats(field(a, "warps_per_sm")),
             "comm_args": cols.comm(idx),
-            "wait_on_stream": np.where(is_sync, ints([g.wait_on_stream for g in a]), -1),
-            "wait_on_event_correlation": np.where(is_sync, ints([g.wait_on_event for g in a]), -1),
+            "wait_on_stream": np.where(is_sync, ints(field(a, "wait_on_stream")), -1),
+            "wait_on_event_correlation": np.where(is_sync, ints(field(a, "wait_on_event")), -1),
             "event_index": cols.position[idx],
         }
 
@@ -358,10 +383,10 @@ class Rows:
             "tid": cols.tid[idx],
             "correlation": cols.correlation[idx],
             "external_id": cols.external_id[idx],
-            "input_dims": self._compact([x.input_dims for x in a]),
-            "input_types": self._compact([x.input_types for x in a]),
-            "concrete_inputs": self._compact([x.concrete_inputs for x in a]),
-            "input_strides": self._compact([x.input_strides for x in a]),
+            "input_dims": self._compact(field(a, "input_dims")),
+            "input_types": self._compact(field(a, "input_types")),
+            "concrete_inputs": self._compact(field(a, "concrete_inputs")),
+            "input_strides": self._compact(field(a, "input_strides")),
             "comm_args": cols.comm(idx),
             "launch_kernel": launch_kernel,
             "event_index": cols.position[idx],
