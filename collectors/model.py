@@ -252,12 +252,16 @@ class Trace:
         return s.sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
-def _frame(columns: dict[str, Any], order: tuple[str, ...], n: int) -> pd.DataFrame:
+def _frame(
+    columns: dict[str, Any], order: tuple[str, ...], n: int, *, owned: bool = False
+) -> pd.DataFrame:
+    """The table of *columns*; *owned*: the arrays are the frame's own (no copy, one block per
+    column), else copied into consolidated blocks."""
     data = {}
     for col in order:
         v = columns.get(col)
         data[col] = v
-    return pd.DataFrame(data, index=pd.RangeIndex(n))
+    return pd.DataFrame(data, index=pd.RangeIndex(n), copy=not owned)
 
 
 def _int_col(values: Any, n: int) -> np.ndarray:
@@ -294,6 +298,8 @@ def _build(
     ints: tuple[str, ...],
     floats: tuple[str, ...],
     cats: tuple[str, ...],
+    *,
+    owned: bool = False,
 ) -> pd.DataFrame:
     cols = dict(cols or {})
     unknown = set(cols) - set(order)
@@ -314,14 +320,14 @@ def _build(
             out[c] = _cat_col(v, n)
         else:
             out[c] = _obj_col(v, n)
-    return _frame(out, order, n)
+    return _frame(out, order, n, owned=owned)
 
 
-def gpu_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``gpu`` table from column arrays; missing columns get their unknown value."""
-    df = _build(
-        cols, GPU_COLUMNS, GPU_INT_COLUMNS, GPU_FLOAT_COLUMNS, ("name", "kind", "copy_kind")
-    )
+def gpu_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``gpu`` table from column arrays; missing columns get their unknown value.
+    *owned*: the caller hands its arrays over (the table keeps them without a copy)."""
+    cat_cols = ("name", "kind", "copy_kind")
+    df = _build(cols, GPU_COLUMNS, GPU_INT_COLUMNS, GPU_FLOAT_COLUMNS, cat_cols, owned=owned)
     df["kind"] = (
         df["kind"].cat.set_categories(GPU_KINDS)
         if len(df)
@@ -330,14 +336,16 @@ def gpu_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     return df
 
 
-def host_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``host`` table from column arrays."""
-    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), ("name", "cat", "launch_kernel"))
+def host_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``host`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    cat_cols = ("name", "cat", "launch_kernel")
+    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), cat_cols, owned=owned)
 
 
-def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build an ``annotations`` table from column arrays."""
-    df = _build(cols, ANNOTATION_COLUMNS, ANNOTATION_INT_COLUMNS, (), ("name", "kind", "domain"))
+def annotation_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build an ``annotations`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    cat_cols = ("name", "kind", "domain")
+    df = _build(cols, ANNOTATION_COLUMNS, ANNOTATION_INT_COLUMNS, (), cat_cols, owned=owned)
     df["kind"] = (
         df["kind"].cat.set_categories(ANNOTATION_KINDS)
         if len(df)
@@ -346,9 +354,9 @@ def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     return df
 
 
-def counter_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``counters`` table from column arrays."""
-    return _build(cols, COUNTER_COLUMNS, ("ts_ns", "device"), ("value",), ("name",))
+def counter_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``counters`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    return _build(cols, COUNTER_COLUMNS, ("ts_ns", "device"), ("value",), ("name",), owned=owned)
 
 
 def make_trace(
@@ -357,13 +365,19 @@ def make_trace(
     host: dict[str, Any] | pd.DataFrame | None = None,
     annotations: dict[str, Any] | pd.DataFrame | None = None,
     counters: dict[str, Any] | pd.DataFrame | None = None,
+    *,
+    owned: bool = False,
 ) -> Trace:
-    """Assemble a :class:`Trace`, normalizing dtypes and filling absent columns."""
+    """Assemble a :class:`Trace`, normalizing dtypes and filling absent columns.
+
+    *owned*: the column arrays of the dicts are handed over (a reader's fresh arrays): the
+    tables keep them, one block per column, instead of copying them into consolidated blocks
+    (which holds two copies at once)."""
 
     def norm(x: Any, build: Any) -> pd.DataFrame:
         if isinstance(x, pd.DataFrame):
             return build({c: x[c].to_numpy() if c in x else None for c in x.columns})
-        return build(x)
+        return build(x, owned=owned)
 
     return Trace(
         meta=meta,

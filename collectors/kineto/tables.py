@@ -20,6 +20,7 @@ and the metadata (rank, devices, process names) is read from the file's top-leve
 from __future__ import annotations
 
 import re
+import sys
 from itertools import chain
 from typing import Any
 
@@ -82,21 +83,53 @@ def build_trace(parts: RowParts, rank: int | None) -> Trace:
     notes = list(parts.notes)
     annotations = _annotation_columns(host, gpu_user, notes)
     meta = _meta(parts, rank, notes)
-    return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
+    return make_trace(
+        meta, gpu=gpu, host=host, annotations=annotations, counters=counters, owned=True
+    )
 
 
 _EMPTY_INTS = np.zeros(0, dtype=np.int64)
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One table's columns from its chunks' (numpy arrays or lists)."""
+    """One table's columns from its chunks' (numpy arrays or lists), which it consumes column
+    by column (each column's pieces are freed once it is whole: the table is never held
+    twice)."""
     out: dict[str, Any] = {}
-    for key, first in parts[0].items():
+    for key, first in list(parts[0].items()):
+        pieces = [p.pop(key) for p in parts]
         if isinstance(first, np.ndarray):
-            out[key] = np.concatenate([p[key] for p in parts]) if len(parts) > 1 else first
+            out[key] = np.concatenate(pieces) if len(pieces) > 1 else first
         else:
-            out[key] = list(chain.from_iterable(p[key] for p in parts))
+            out[key] = list(chain.from_iterable(pieces))
+        del first, pieces
+        release_freed_memory()
     return out
+
+
+_TRIM: list[Any] = []
+"""glibc's ``malloc_trim`` once looked up (``[None]`` where there is none)."""
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc ``malloc_trim``; elsewhere a no-op).
+
+    The rows stage holds each table in many chunk-sized arrays, small enough to live in the
+    heap, while a whole column is one large allocation of its own: without this, the pages of
+    the freed pieces stay with the process and the model is resident about twice over."""
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            import ctypes  # only the last stage of the reader needs it
+
+            try:
+                trim = ctypes.CDLL(None).malloc_trim
+                trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):  # not glibc (musl...)
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
 
 
 def _categorical(ids: np.ndarray, strings: np.ndarray, *, missing: bool = False) -> pd.Categorical:
