@@ -12,6 +12,13 @@ intervals (``start == previous end``) merge.
     (0,10) (5,20) (20,25)   (0,25)
     (0,10) (11,12)          (0,10) (11,12)
     ======================  ==========================================
+
+Every function returns a :class:`Normalized` set (a tuple of the two arrays that remembers it
+is normalized) unless an interval ends before it starts.  Given normalized sets, the set
+operations skip re-sorting and cost O((n + m) log) through ``searchsorted`` instead of a sort
+of every boundary, so a loop over steps that intersects a small set with a large one (the
+host activity of a whole trace) does not sort the large one again each time.  Results are the
+same arrays either way: a normalized set of positive-length intervals is unique.
 """
 
 from __future__ import annotations
@@ -21,12 +28,27 @@ from numpy.typing import ArrayLike, NDArray
 
 Intervals = tuple[NDArray[np.int64], NDArray[np.int64]]
 
-_EMPTY = np.empty(0, dtype=np.int64)
+
+class Normalized(tuple[NDArray[np.int64], NDArray[np.int64]]):
+    """A normalized interval set ``(starts, ends)``: sorted, disjoint, non-touching, every
+    end >= its start (what :func:`merge` returns).  It is a plain tuple of the two arrays; the
+    type only lets the set operations skip normalizing it again.  Do not modify its arrays in
+    place."""
+
+    __slots__ = ()
+
+
+def _normalized(s: NDArray[np.int64], e: NDArray[np.int64]) -> Intervals:
+    return Normalized((s, e))
+
+
+def _is_normalized(iv: Intervals) -> bool:
+    return isinstance(iv, Normalized)
 
 
 def empty() -> Intervals:
     """The empty interval set."""
-    return _EMPTY.copy(), _EMPTY.copy()
+    return _normalized(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
 
 def merge(starts: ArrayLike, ends: ArrayLike) -> Intervals:
@@ -35,17 +57,25 @@ def merge(starts: ArrayLike, ends: ArrayLike) -> Intervals:
     e = np.asarray(ends, dtype=np.int64)
     if s.size == 0:
         return empty()
-    order = np.argsort(s, kind="stable")
-    s = s[order]
-    e = e[order]
+    if s.size > 1 and not bool((s[1:] >= s[:-1]).all()):  # sorted already: the sort is a no-op
+        order = np.argsort(s, kind="stable")
+        s = s[order]
+        e = e[order]
     running_end = np.maximum.accumulate(e)
     # a new group starts where start > max end of all earlier intervals
     new_group = np.empty(s.size, dtype=bool)
     new_group[0] = True
-    new_group[1:] = s[1:] > running_end[:-1]
+    np.greater(s[1:], running_end[:-1], out=new_group[1:])
     group_start_idx = np.flatnonzero(new_group)
     group_end_idx = np.append(group_start_idx[1:] - 1, s.size - 1)
-    return s[group_start_idx], running_end[group_end_idx]
+    gs, ge = s[group_start_idx], running_end[group_end_idx]
+    if bool((ge >= gs).all()):
+        return _normalized(gs, ge)
+    return gs, ge  # an interval that ends before it starts: no fast paths for this set
+
+
+def _norm(iv: Intervals) -> Intervals:
+    return iv if _is_normalized(iv) else merge(*iv)
 
 
 def total(iv: Intervals) -> int:
@@ -59,12 +89,32 @@ def union(a: Intervals, b: Intervals) -> Intervals:
     return merge(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
 
 
+def _pairs_intersection(a: Intervals, b: Intervals) -> Intervals:
+    """``a ∩ b`` of two normalized sets: the overlap of every overlapping pair (i, j), found
+    with ``searchsorted``; the pieces come out sorted, disjoint and non-touching."""
+    (a_s, a_e), (b_s, b_e) = a, b
+    first = np.searchsorted(b_e, a_s, side="right")  # first b group ending after a starts
+    stop = np.searchsorted(b_s, a_e, side="left")  # b groups starting before a ends
+    n = np.maximum(stop - first, 0)
+    count = int(n.sum())
+    if count == 0:
+        return empty()
+    ai = np.repeat(np.arange(a_s.size), n)
+    bj = first[ai] + (np.arange(count) - np.repeat(np.cumsum(n) - n, n))
+    s = np.maximum(a_s[ai], b_s[bj])
+    e = np.minimum(a_e[ai], b_e[bj])
+    keep = e > s
+    return _normalized(s[keep], e[keep])
+
+
 def intersect(a: Intervals, b: Intervals) -> Intervals:
     """``a ∩ b``, normalized (a sweep over both sets' boundaries, as HTA's overlap)."""
-    a = merge(*a)
-    b = merge(*b)
+    a = _norm(a)
+    b = _norm(b)
     if a[0].size == 0 or b[0].size == 0:
         return empty()
+    if _is_normalized(a) and _is_normalized(b):
+        return _pairs_intersection(a, b)
     # boundaries: +1 at a start, -1 at a end, same for b; both active where depth == 2
     times = np.concatenate([a[0], a[1], b[0], b[1]])
     delta = np.concatenate(
@@ -88,10 +138,17 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
     """``a \\ b`` (time in *a* not covered by *b*), normalized."""
-    a = merge(*a)
+    a = _norm(a)
     inter = intersect(a, b)
     if inter[0].size == 0:
         return a
+    if _is_normalized(a) and _is_normalized(inter):
+        # inter ⊆ a: each a group minus the pieces inside it; the starts (a starts, piece
+        # ends) and the ends (piece starts, a ends) pair up in sorted order
+        s = np.sort(np.concatenate([a[0], inter[1]]))
+        e = np.sort(np.concatenate([inter[0], a[1]]))
+        keep = e > s
+        return _normalized(s[keep], e[keep])
     # complement of the intersection within each a-group
     times = np.concatenate([a[0], a[1], inter[0], inter[1]])
     delta = np.concatenate(
@@ -114,16 +171,21 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
 
 def clip(iv: Intervals, lo: int, hi: int) -> Intervals:
     """The part of the set inside ``[lo, hi)``, normalized."""
-    s, e = merge(*iv)
+    n = _norm(iv)
+    s, e = n
+    if _is_normalized(n) and s.size:  # only the groups that reach into [lo, hi)
+        i = int(np.searchsorted(e, lo, side="right"))
+        j = int(np.searchsorted(s, hi, side="left"))
+        s, e = s[i:j], e[i:j]
     s = np.maximum(s, lo)
     e = np.minimum(e, hi)
     keep = e > s
-    return s[keep], e[keep]
+    return _normalized(s[keep], e[keep])
 
 
 def covered_in_windows(iv: Intervals, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.int64]:
     """Length of *iv* inside each window ``[lo[i], hi[i])`` (windows may overlap)."""
-    s, e = merge(*iv)
+    s, e = _norm(iv)
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     if s.size == 0:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -143,6 +143,18 @@ def _cdna_config(row: Any) -> CdnaLaunch:
     return CdnaLaunch(threads, vgprs=regs if regs >= 0 else None, lds_bytes=lds)
 
 
+class _KeyRow(NamedTuple):
+    """One launch configuration's :data:`KEYS` values, as :func:`_config` reads them."""
+
+    block_x: int
+    block_y: int
+    block_z: int
+    registers_per_thread: int
+    static_smem_bytes: int
+    dynamic_smem_bytes: int
+    shared_mem_bytes: int
+
+
 KEYS = [
     "block_x",
     "block_y",
@@ -226,10 +238,15 @@ def kernel_occupancy(
         return empty(str(err))
 
     dur = (have["end_ns"] - have["start_ns"]).to_numpy(dtype=np.int64)
-    uniq = have[KEYS].drop_duplicates()
+    # one code per launch configuration, numbered in order of first appearance
+    key_frame = have[KEYS]
+    cfg_code = key_frame.groupby(KEYS, sort=False).ngroup().to_numpy(dtype=np.int64)
+    first = np.unique(cfg_code, return_index=True)[1]
+    uniq_keys = [tuple(int(v) for v in r) for r in key_frame.to_numpy(dtype=np.int64)[first]]
     results: dict[tuple[int, ...], OccupancyResult | CdnaOccupancy | str] = {}
-    for row in uniq.itertuples(index=False):
-        key = tuple(int(v) for v in row)
+    configs: list[LaunchConfig | CdnaLaunch] = []
+    for key in uniq_keys:
+        row = _KeyRow(*key)
         try:
             if isinstance(lim, CdnaLimits):
                 results[key] = cdna_occupancy(lim, _cdna_config(row))
@@ -237,13 +254,12 @@ def kernel_occupancy(
                 results[key] = occupancy(lim, _config(row))
         except UsageError as err:
             results[key] = str(err)
-    cfg_keys = [tuple(int(v) for v in r) for r in have[KEYS].itertuples(index=False)]
-    occ = np.array(
-        [
-            r.occupancy_pct if not isinstance(r, str) else np.nan
-            for r in (results[c] for c in cfg_keys)
-        ]
+        configs.append(_cdna_config(row) if isinstance(lim, CdnaLimits) else _config(row))
+    occ_u = np.array(
+        [r.occupancy_pct if not isinstance(r, str) else np.nan for r in results.values()],
+        dtype=float,
     )
+    occ = occ_u[cfg_code]
     est = have["est_achieved_occupancy"].to_numpy(dtype=float)
 
     ok = ~np.isnan(occ)
@@ -258,16 +274,18 @@ def kernel_occupancy(
     )
     coverage = float(dur[ok].sum() / all_time) if all_time > 0 else None
 
+    # (name, configuration) groups in order of first appearance; rows without a name drop out
+    name_code, names = pd.factorize(have["name"].astype(object).to_numpy())
+    named = name_code >= 0
     frame = pd.DataFrame(
         {
-            "name": have["name"].astype(object).to_numpy(),
-            "cfg": cfg_keys,
-            "dur": dur,
-            "est_w": np.where(est_ok, est * dur, 0.0),
-            "est_dur": np.where(est_ok, dur, 0),
+            "pair": (name_code.astype(np.int64) * len(uniq_keys) + cfg_code)[named],
+            "dur": dur[named],
+            "est_w": np.where(est_ok, est * dur, 0.0)[named],
+            "est_dur": np.where(est_ok, dur, 0)[named],
         }
     )
-    agg = frame.groupby(["name", "cfg"], sort=False).agg(
+    agg = frame.groupby("pair", sort=False).agg(
         calls=("dur", "size"),
         time_ns=("dur", "sum"),
         est_w=("est_w", "sum"),
@@ -275,20 +293,20 @@ def kernel_occupancy(
     )
     ncu_map = _ncu_achieved(ncu)
     rows = []
-    for idx, g in agg.iterrows():
-        name, cfg_key = cast(tuple[Any, Any], idx)
+    pair: Any
+    for pair, g in agg.iterrows():
+        name_i, cfg_i = divmod(int(pair), len(uniq_keys))
+        name = names[name_i]
+        cfg_key = uniq_keys[cfg_i]
         res = results[cfg_key]
         bx, by, bz = cfg_key[0], cfg_key[1], cfg_key[2]
-        series = pd.Series(dict(zip(KEYS, cfg_key, strict=True)))
         nname = normalize_kernel_name(str(name))
         ncu_vals = ncu_map.get((nname, (bx, by, bz))) or ncu_map.get((nname, None)) or []
         is_ok = not isinstance(res, str)
-        cfg: LaunchConfig | CdnaLaunch
-        if isinstance(lim, CdnaLimits):
-            cfg = _cdna_config(series)
+        cfg = configs[cfg_i]
+        if isinstance(cfg, CdnaLaunch):
             threads, registers, smem = cfg.threads_per_workgroup, cfg.vgprs, cfg.lds_bytes
         else:
-            cfg = _config(series)
             threads, registers, smem = cfg.threads_per_block, cfg.regs_per_thread, cfg.smem
         row_out: dict[str, Any] = {
             "name": name,

@@ -146,43 +146,81 @@ def cross_rank_skew(traces: Sequence[Trace], options: AnalysisOptions | None = N
     if allr.empty:
         return _result(pd.DataFrame(columns=list(MATCH_COLUMNS)), empty_w, tables)
 
+    matched, waits = _match_rows(allr)
+    matched_df = pd.DataFrame(matched, columns=list(MATCH_COLUMNS))
+    w = pd.DataFrame(waits, columns=["key", "rank", "start_ns", "duration_ns", "wait_ns"])
+    return _result(matched_df, w, tables)
+
+
+def _match_rows(allr: pd.DataFrame) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """One dict per key (in order of first appearance) and one wait row per (key, rank), ranks
+    in order (module docstring): per-key reductions over the rows sorted by (key, rank)."""
+    a = allr.assign(_k=pd.factorize(allr["key"])[0]).sort_values(["_k", "rank"], kind="stable")
+    kc = a["_k"].to_numpy()
+    n = len(a)
+    starts = np.flatnonzero(np.r_[True, kc[1:] != kc[:-1]])
+    gid = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    d = a["duration_ns"].to_numpy(dtype=np.int64)
+    st = a["start_ns"].to_numpy(dtype=np.int64)
+    ranks = a["rank"].to_numpy(dtype=np.int64)
+    transfer = np.minimum.reduceat(d, starts)
+    skew = np.maximum.reduceat(d, starts) - transfer
+    spread = np.maximum.reduceat(st, starts) - np.minimum.reduceat(st, starts)
+    at_min = np.flatnonzero(d == transfer[gid])  # the first (lowest rank) minimum per key
+    late = ranks[at_min[np.r_[True, gid[at_min][1:] != gid[at_min][:-1]]]]
+    groups = pd.RangeIndex(len(starts))
+    coll = a["collective"].reset_index(drop=True).groupby(gid)
+    n_colls = coll.nunique().reindex(groups, fill_value=0).to_numpy()
+    first_coll = coll.first().reindex(groups).to_numpy(dtype=object)
+    mb = a["message_bytes"].to_numpy()
+    ok = mb >= 0
+    by_size = pd.Series(mb[ok]).groupby(gid[ok])
+    n_sizes = by_size.nunique().reindex(groups, fill_value=0).to_numpy()
+    max_size = by_size.max().reindex(groups, fill_value=-1).to_numpy()
+    step = np.full(len(starts), -1, dtype=np.int64)
+    sv = a["step"].to_numpy()
+    ok = sv >= 0
+    if ok.any():  # the most common step, the lowest on ties
+        counts = pd.DataFrame({"g": gid[ok], "s": sv[ok]}).groupby(["g", "s"]).size()
+        c = counts.reset_index(name="n").sort_values(["g", "n", "s"], ascending=[True, False, True])
+        c = c.drop_duplicates("g")
+        step[c["g"].to_numpy()] = c["s"].to_numpy()
+    keys = a["key"].to_numpy()
+    match_by = a["match_by"].to_numpy()
+    pg = a["pg_name"].to_numpy()
     matched = []
-    waits = []
-    for key, grp in allr.groupby("key", sort=False):
-        grp = grp.sort_values("rank")
-        d = grp["duration_ns"].to_numpy(dtype=np.int64)
-        st = grp["start_ns"].to_numpy(dtype=np.int64)
-        ranks = grp["rank"].to_numpy(dtype=np.int64)
-        transfer = int(d.min())
-        late = int(ranks[int(np.argmin(d))])
-        colls = set(grp["collective"].dropna())
-        coll = next(iter(colls)) if len(colls) == 1 else None
-        sizes = set(grp["message_bytes"][grp["message_bytes"] >= 0])
-        consistent = len(colls) <= 1 and not (coll in _FIXED_SIZE and len(sizes) > 1)
-        steps = grp["step"][grp["step"] >= 0]
-        step = int(steps.mode().min()) if len(steps) else -1
+    rank_list = ranks.tolist()
+    bounds = np.r_[starts, n].tolist()
+    for i, b0 in enumerate(starts.tolist()):
+        c1 = first_coll[i] if n_colls[i] == 1 else None
         matched.append(
             {
-                "key": key,
-                "match_by": grp["match_by"].iloc[0],
-                "collective": coll,
-                "pg_name": grp["pg_name"].iloc[0],
-                "n_ranks": len(grp),
-                "ranks": tuple(int(r) for r in ranks),
-                "step": step,
-                "message_bytes": int(max(sizes)) if sizes else -1,
-                "consistent": consistent,
-                "transfer_ns": transfer,
-                "arrival_skew_ns": int(d.max() - d.min()),
-                "late_rank": late,
-                "start_spread_ns": int(st.max() - st.min()),
+                "key": keys[b0],
+                "match_by": match_by[b0],
+                "collective": c1,
+                "pg_name": pg[b0],
+                "n_ranks": bounds[i + 1] - b0,
+                "ranks": tuple(rank_list[b0 : bounds[i + 1]]),
+                "step": int(step[i]),
+                "message_bytes": int(max_size[i]) if n_sizes[i] else -1,
+                "consistent": bool(n_colls[i] <= 1 and not (c1 in _FIXED_SIZE and n_sizes[i] > 1)),
+                "transfer_ns": int(transfer[i]),
+                "arrival_skew_ns": int(skew[i]),
+                "late_rank": int(late[i]),
+                "start_spread_ns": int(spread[i]),
             }
         )
-        for r, s0, dd in zip(ranks, st, d, strict=True):
-            waits.append((key, int(r), int(s0), int(dd), int(dd - transfer)))
-    m = pd.DataFrame(matched, columns=list(MATCH_COLUMNS))
-    w = pd.DataFrame(waits, columns=["key", "rank", "start_ns", "duration_ns", "wait_ns"])
-    return _result(m, w, tables)
+    waits = list(
+        zip(
+            keys[starts][gid].tolist(),
+            rank_list,
+            st.tolist(),
+            d.tolist(),
+            (d - transfer[gid]).tolist(),
+            strict=True,
+        )
+    )
+    return matched, waits
 
 
 def _result(matched: pd.DataFrame, waits: pd.DataFrame, tables: list[pd.DataFrame]) -> Skew:

@@ -1,29 +1,41 @@
-"""gpuscope vs HTA: load + the foundation analyses on one real Kineto trace, in one run.
+"""gpuscope vs HTA as a user runs them: whole processes first, then in-process figures.
 
-Each tool runs in a fresh Python process (interpreter start, imports, decompress, parse, analyses)
-that reports its own wall time, the time spent in load + analyses, and its peak RSS
-(``resource.getrusage``: the process itself and any workers it waited for; when gpuscope reads
-the trace with two processes, its peak plus the helper's private memory,
-``collectors.kineto.parallel``).  The script prints
-both tools' figures and the ratios HTA / gpuscope.
+**Table 1, whole process** (what a user waits for).  Per trace, each side runs in a fresh
+process, the two interleaved, ``--repeat`` times (median reported):
 
-- gpuscope: ``load_traces`` + the foundation's JSON sections (device, window, kernel summary,
-  temporal breakdown, overlap, steps) + the JSON written; and, for reference, the whole
-  ``gpuscope analyze TRACE --json OUT`` command (CLI start-up, every subcommand module imported,
-  every registered summary section, including later features', tables rendered).
-- HTA (``traceinsight``, import name ``hta``) with ``HTA_DISABLE_NS_ROUNDING=1`` (exact time, the
-  numbers gpuscope reproduces): ``TraceAnalysis`` load, ``get_temporal_breakdown``,
-  ``get_comm_comp_overlap``, ``get_gpu_kernel_breakdown`` (its kernel summary).
+- gpuscope: the command ``gpuscope analyze TRACE --json OUT --no-cache`` (``python -m
+  cli.main``; every registered summary section, the tables printed to /dev/null);
+- HTA (``traceinsight``, import name ``hta``) with ``HTA_DISABLE_NS_ROUNDING=1`` (exact times,
+  the numbers gpuscope reproduces): a script that imports HTA and runs ``TraceAnalysis`` load,
+  ``get_comm_comp_overlap`` and ``get_temporal_breakdown``.
 
-HTA lives in its own virtual environment outside the repository (default ``/tmp/hta-venv``); the
-script creates it when missing with ``python -m venv`` + ``pip install traceinsight`` (falling
-back to ``HolisticTraceAnalysis``), and says so.
+*process s* is measured by this script from the child's start to its exit; *peak MiB* is the
+largest sum, over the child and all its descendants (gpuscope's read helper and worker
+processes, HTA's parser pool), of their proportional set size (``Pss`` of
+``/proc/PID/smaps_rollup``, so pages shared after a fork count once), sampled every 50 ms.
+
+Traces: the largest shared trace (``hta/mtia_trace_single_rank``), one generated rank of about
+300 MB of JSON (``scale_generator.py --ranks 1 --target-mb 300``) and two generated ranks of
+about 47 MB each (``--ranks 2 --target-mb 50``), from ``nccl_parser_config``; generated into
+``--work`` (default ``/tmp/gpuscope-bench-hta``) on first use, never into the repository.
+
+**Table 2, in process**: the same traces, modules imported before the clock: gpuscope's
+``load_traces`` + the foundation sections (device, window, kernel summary, temporal, overlap,
+steps) + the JSON written, against HTA's load + temporal breakdown + overlap + kernel
+breakdown (the comparison docs/performance.md has always printed).
+
+``--huge`` adds the 2 GB trace (``--ranks 1 --target-mb 2000``): one run of each, HTA under an
+address-space limit (``--hta-limit-gb``, ``RLIMIT_AS`` set in the child) so that the machine
+survives it; a run that hits the limit is reported as not finished.
+
+HTA lives in its own virtual environment outside the repository (default ``/tmp/hta-venv``);
+the script creates it when missing with ``python -m venv`` + ``pip install traceinsight``
+(falling back to ``HolisticTraceAnalysis``), and says so.
 
 Usage::
 
-    python benchmarks/bench_vs_hta.py [--trace FILE] [--venv DIR] [--repeat N]
-
-Default trace: the largest file in ``../shared/data/kineto`` (``mtia_trace_single_rank``).
+    python benchmarks/bench_vs_hta.py [--repeat 3] [--only mtia,300mb,2x47mb] [--huge]
+        [--no-inprocess] [--venv DIR] [--work DIR]
 """
 
 from __future__ import annotations
@@ -32,20 +44,47 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
-DEFAULT_TRACE = (
-    SHARED / "data" / "kineto" / "hta" / "mtia_trace_single_rank" / "mtia_rank_0.json.gz"
-)
+HTA_DATA = SHARED / "data" / "kineto" / "hta"
+MTIA = HTA_DATA / "mtia_trace_single_rank" / "mtia_rank_0.json.gz"
+NCCL = HTA_DATA / "nccl_parser_config" / "nccl_data.json.gz"
 
-# Both children print one JSON line: wall (process start to end of work), work (load +
-# analyses), peak RSS in KiB, and a few numbers to show that both did the same work.
+GENERATED = {"300mb": (1, 300.0), "2x47mb": (2, 50.0), "2gb": (1, 2000.0)}
+"""name → (ranks, --target-mb) of the traces generated from nccl_parser_config."""
+
+# ---- children -----------------------------------------------------------------------------
+
+HTA_WHOLE = """
+import contextlib, io, json, logging, os, sys, warnings
+warnings.filterwarnings("ignore")
+path = sys.argv[1]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    from hta.trace_analysis import TraceAnalysis
+    logging.disable(logging.CRITICAL)
+    if os.path.isdir(path):
+        ta = TraceAnalysis(trace_dir=path)
+    else:
+        ta = TraceAnalysis(trace_files={0: path}, trace_dir=os.path.dirname(path))
+    ov = ta.get_comm_comp_overlap(visualize=False)
+    tb = ta.get_temporal_breakdown(visualize=False)
+row = tb.iloc[0]
+pct = float(ov.iloc[0]["comp_comm_overlap_pctg"])
+print(json.dumps({"idle_pct": float(row["idle_time_pctg"]),
+                  "compute_pct": float(row["compute_time_pctg"]),
+                  "overlap_pct": None if pct != pct else pct}))
+"""
+
 _RUSAGE = """
 import resource
 def _peak_kib():
@@ -54,7 +93,7 @@ def _peak_kib():
     return max(s, c)
 """
 
-GPUSCOPE_CHILD = (
+GPUSCOPE_INPROCESS = (
     "import time; T0 = time.perf_counter()\n"
     + _RUSAGE
     + """
@@ -86,38 +125,21 @@ print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": peak,
 """
 )
 
-CLI_CHILD = (
-    "import time; T0 = time.perf_counter()\n"
-    + _RUSAGE
-    + """
-import contextlib, io, json, sys
-from cli.main import main
-trace, out = sys.argv[1], sys.argv[2]
-t1 = time.perf_counter()
-with contextlib.redirect_stdout(io.StringIO()):
-    rc = main(["analyze", trace, "--json", out, "--force"])
-t2 = time.perf_counter()
-assert rc == 0, rc
-r = json.load(open(out))["ranks"][0]
-print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
-                  "idle_pct": r["temporal"]["idle_pct"],
-                  "compute_pct": r["temporal"]["compute_pct"],
-                  "overlap_pct": r["overlap"]["overlap_pct"]}))
-"""
-)
-
-HTA_CHILD = (
+HTA_INPROCESS = (
     "import time; T0 = time.perf_counter()\n"
     + _RUSAGE
     + """
 import contextlib, io, json, logging, os, sys, warnings
 warnings.filterwarnings("ignore")
-trace = sys.argv[1]
+path = sys.argv[1]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     from hta.trace_analysis import TraceAnalysis
     logging.disable(logging.CRITICAL)
     t1 = time.perf_counter()
-    ta = TraceAnalysis(trace_files={0: trace}, trace_dir=os.path.dirname(trace))
+    if os.path.isdir(path):
+        ta = TraceAnalysis(trace_dir=path)
+    else:
+        ta = TraceAnalysis(trace_files={0: path}, trace_dir=os.path.dirname(path))
     tb = ta.get_temporal_breakdown(visualize=False)
     ov = ta.get_comm_comp_overlap(visualize=False)
     kb = ta.get_gpu_kernel_breakdown(visualize=False)
@@ -130,6 +152,95 @@ print(json.dumps({"wall_s": t2 - T0, "work_s": t2 - t1, "peak_kib": _peak_kib(),
                   "overlap_pct": None if pct != pct else pct}))
 """
 )
+
+# ---- measuring a process tree ------------------------------------------------------------
+
+
+def _children_of() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        out.setdefault(ppid, []).append(int(d))
+    return out
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_pss_kib(root: int) -> int:
+    """Σ Pss of *root* and its descendants now."""
+    kids = _children_of()
+    todo, total = [root], 0
+    while todo:
+        pid = todo.pop()
+        total += _pss_kib(pid)
+        todo.extend(kids.get(pid, []))
+    return total
+
+
+def run_measured(
+    cmd: list[str],
+    env: dict[str, str],
+    limit_bytes: int | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Run *cmd*; its wall time, peak tree Pss, exit code and stdout."""
+
+    def limit() -> None:
+        if limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    peak = [0]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+        preexec_fn=limit,  # only sets a resource limit
+    )
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], tree_pss_kib(p.pid))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    th.join()
+    return {
+        "wall_s": wall,
+        "peak_kib": peak[0],
+        "rc": p.returncode,
+        "stdout": out.decode(errors="replace"),
+        "stderr": err.decode(errors="replace"),
+    }
+
+
+# ---- setup ---------------------------------------------------------------------------------
 
 
 def ensure_hta_venv(venv: Path) -> Path:
@@ -152,13 +263,6 @@ def _imports_hta(py: Path) -> bool:
     return r.returncode == 0
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
-    if r.returncode != 0:
-        sys.exit(f"benchmark child failed ({' '.join(cmd[:2])}):\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def _hta_version(py: Path) -> str:
     r = subprocess.run(
         [
@@ -175,61 +279,164 @@ def _hta_version(py: Path) -> str:
     return r.stdout.strip()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
-    ap.add_argument("--venv", type=Path, default=Path("/tmp/hta-venv"))
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool (median reported)")
-    args = ap.parse_args()
-    if not args.trace.exists():
-        sys.exit(f"{args.trace}: no such file (set GPUSCOPE_SHARED or pass --trace)")
-    hta_py = ensure_hta_venv(args.venv)
+def trace_path(name: str, work: Path) -> Path:
+    """The trace (file or directory of ranks) called *name*, generated when needed."""
+    if name == "mtia":
+        return MTIA
+    ranks, mb = GENERATED[name]
+    out = work / name
+    if not (out / f"rank-{ranks - 1}.json.gz").exists():
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        from scale_generator import generate
 
-    env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1", PYTHONPATH=str(REPO))
-    args.trace.read_bytes()  # warm the page cache for both
+        print(f"[setup] generating {name} into {out}")
+        generate(out, ranks, mb, NCCL, log=lambda m: print(f"[setup] {m}"))
+    return out if ranks > 1 else out / "rank-0.json.gz"
+
+
+def _mb(p: Path) -> float:
+    files = sorted(p.glob("*.json.gz")) if p.is_dir() else [p]
+    return sum(f.stat().st_size for f in files) / 1e6
+
+
+# ---- the two tables ------------------------------------------------------------------------
+
+
+def whole_process(
+    path: Path, hta_py: Path, repeat: int, env: dict[str, str], limit: int | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {"gpuscope": [], "hta": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "summary.json"
+        for _ in range(repeat):  # interleaved: machine noise hits both alike
+            g = run_measured(
+                [
+                    sys.executable,
+                    "-m",
+                    "cli.main",
+                    "analyze",
+                    str(path),
+                    "--json",
+                    str(out),
+                    "--no-cache",
+                    "--force",
+                ],
+                env,
+            )
+            if g["rc"] != 0:
+                sys.exit(f"gpuscope analyze failed ({g['rc']}):\n{g['stderr'][-3000:]}")
+            r = json.loads(out.read_text())["ranks"][0]
+            g["check"] = (r["temporal"]["idle_pct"], r["temporal"]["compute_pct"])
+            runs["gpuscope"].append(g)
+            h = run_measured([str(hta_py), "-c", HTA_WHOLE, str(path)], env, limit)
+            if h["rc"] == 0:
+                c = json.loads(h["stdout"].strip().splitlines()[-1])
+                h["check"] = (c["idle_pct"], c["compute_pct"])
+            runs["hta"].append(h)
+    return runs
+
+
+def _median(rs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in rs)
+
+
+def print_whole(rows: list[tuple[str, Path, dict[str, list[dict[str, Any]]]]]) -> None:
+    print("\nTable 1: whole process, `gpuscope analyze DIR --json F --no-cache` vs the HTA script")
+    print(
+        f"{'trace':10} {'MB gz':>6} {'gpuscope s':>10} {'HTA s':>8} {'ratio':>6} "
+        f"{'gpuscope MiB':>12} {'HTA MiB':>8} {'mem g/H':>7}  same numbers? (idle %, compute %)"
+    )
+    for name, path, runs in rows:
+        g, h = runs["gpuscope"], runs["hta"]
+        ok = [r for r in h if r["rc"] == 0]
+        gs, gm = _median(g, "wall_s"), _median(g, "peak_kib") / 1024
+        if ok:
+            hs, hm = _median(ok, "wall_s"), _median(ok, "peak_kib") / 1024
+            ratio, mem = f"{hs / gs:5.1f}x", f"{gm / hm:6.2f}x"
+            hs_txt, hm_txt = f"{hs:8.2f}", f"{hm:8.0f}"
+            same = f"gpuscope {g[0]['check']}, HTA {ok[0]['check']}"
+        else:
+            hs_txt, hm_txt, ratio, mem = "   n/a", "   n/a", "   -", "     -"
+            why = h[0]["stderr"].strip().splitlines()[-1:] or [f"exit {h[0]['rc']}"]
+            same = f"HTA did not finish (exit {h[0]['rc']}: {why[0][:80]})"
+        print(
+            f"{name:10} {_mb(path):6.1f} {gs:10.2f} {hs_txt} {ratio:>6} {gm:12.0f} {hm_txt} "
+            f"{mem:>7}  {same}"
+        )
+
+
+def in_process(path: Path, hta_py: Path, repeat: int, env: dict[str, str]) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {"gpuscope": [], "hta": []}
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "summary.json")
-        runs: dict[str, list[dict[str, float]]] = {"gpuscope": [], "hta": [], "gpuscope CLI": []}
-        for _ in range(args.repeat):  # interleaved, so machine noise hits all alike
-            runs["gpuscope"].append(
-                _run([sys.executable, "-c", GPUSCOPE_CHILD, str(args.trace), out], env)
-            )
-            runs["hta"].append(_run([str(hta_py), "-c", HTA_CHILD, str(args.trace)], env))
-            runs["gpuscope CLI"].append(
-                _run([sys.executable, "-c", CLI_CHILD, str(args.trace), out], env)
-            )
+        for _ in range(repeat):
+            for tool, cmd in (
+                ("gpuscope", [sys.executable, "-c", GPUSCOPE_INPROCESS, str(path), out]),
+                ("hta", [str(hta_py), "-c", HTA_INPROCESS, str(path)]),
+            ):
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
+                if r.returncode != 0:
+                    sys.exit(f"{tool} in-process child failed:\n{r.stderr[-3000:]}")
+                runs[tool].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return runs
 
-    def med(tool: str, key: str) -> float:
-        return statistics.median(r[key] for r in runs[tool])
 
-    size = args.trace.stat().st_size
-    print(f"trace: {args.trace} ({size / 1e6:.1f} MB compressed)")
+def print_in_process(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    print("\nTable 2: in process (modules imported before the clock): load + analyses")
     print(
-        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-        f"; HTA: {_hta_version(hta_py)}; runs per tool: {args.repeat} (median)"
+        f"{'trace':10} {'gpuscope s':>10} {'HTA s':>8} {'ratio':>6} {'gpuscope MiB':>12} "
+        f"{'HTA MiB':>8}  process s gpuscope / HTA"
     )
-    print(f"{'':12} {'process s':>10} {'load+analyses s':>16} {'peak RSS MiB':>13}  same work?")
-    for tool in ("gpuscope", "hta", "gpuscope CLI"):
-        r = runs[tool][0]
-        check = (
-            f"idle {r['idle_pct']:.2f}% compute {r['compute_pct']:.2f}% overlap {r['overlap_pct']}"
-        )
+    for name, runs in rows:
+        g, h = runs["gpuscope"], runs["hta"]
+        gw, hw = _median(g, "work_s"), _median(h, "work_s")
         print(
-            f"{tool:12} {med(tool, 'wall_s'):10.2f} {med(tool, 'work_s'):16.2f} "
-            f"{med(tool, 'peak_kib') / 1024:13.0f}  {check}"
+            f"{name:10} {gw:10.2f} {hw:8.2f} {hw / gw:5.1f}x {_median(g, 'peak_kib') / 1024:12.0f} "
+            f"{_median(h, 'peak_kib') / 1024:8.0f}  {_median(g, 'wall_s'):.2f} / "
+            f"{_median(h, 'wall_s'):.2f}"
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool (median reported)")
+    ap.add_argument("--only", default="mtia,300mb,2x47mb", help="traces: mtia,300mb,2x47mb")
+    ap.add_argument("--huge", action="store_true", help="also the 2 GB trace (one run each)")
+    ap.add_argument("--hta-limit-gb", type=float, default=20.0, help="HTA's RLIMIT_AS on --huge")
+    ap.add_argument("--no-inprocess", action="store_true", help="skip table 2")
+    ap.add_argument("--venv", type=Path, default=Path("/tmp/hta-venv"))
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gpuscope-bench-hta"))
+    a = ap.parse_args(argv)
+    if a.repeat < 1:
+        ap.error("--repeat must be >= 1")
+    for p in (MTIA, NCCL):
+        if not p.exists():
+            sys.exit(f"{p}: no such file (set GPUSCOPE_SHARED)")
+    hta_py = ensure_hta_venv(a.venv)
+    env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1", PYTHONPATH=str(REPO))
+    names = [n for n in a.only.split(",") if n]
+    paths = {n: trace_path(n, a.work) for n in names}
     print(
-        f"ratio HTA/gpuscope CLI: process time "
-        f"{med('hta', 'wall_s') / med('gpuscope CLI', 'wall_s'):.1f}x, peak memory "
-        f"{med('hta', 'peak_kib') / med('gpuscope CLI', 'peak_kib'):.1f}x"
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; HTA: {_hta_version(hta_py)}; runs per tool: {a.repeat} "
+        f"(median); load average at start {os.getloadavg()[0]:.1f}"
     )
-    print(
-        f"ratio HTA/gpuscope: process time {med('hta', 'wall_s') / med('gpuscope', 'wall_s'):.1f}x,"
-        f" load+analyses time {med('hta', 'work_s') / med('gpuscope', 'work_s'):.1f}x,"
-        f" peak memory {med('hta', 'peak_kib') / med('gpuscope', 'peak_kib'):.1f}x"
-        "  (target: >= 5x time, >= 2x memory)"
-    )
+    whole = []
+    for n in names:
+        whole.append((n, paths[n], whole_process(paths[n], hta_py, a.repeat, env)))
+    if a.huge:
+        huge = trace_path("2gb", a.work)
+        limit = int(a.hta_limit_gb * 2**30)
+        whole.append(("2gb", huge, whole_process(huge, hta_py, 1, env, limit)))
+    print_whole(whole)
+    if a.huge:
+        print(f"(2gb: one run each; HTA under RLIMIT_AS = {a.hta_limit_gb:g} GiB)")
+    if not a.no_inprocess:
+        inproc = [(n, in_process(paths[n], hta_py, a.repeat, env)) for n in names]
+        print_in_process(inproc)
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -28,14 +28,16 @@ from __future__ import annotations
 import argparse
 import copy
 import gzip
+import io
 import math
 import os
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-import orjson
+import msgspec
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
@@ -66,7 +68,7 @@ def load(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    doc = orjson.loads(data)
+    doc = msgspec.json.decode(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         sys.exit(f"{path}: not a Kineto trace")
     return doc
@@ -103,7 +105,7 @@ class Template:
         self.flow_span = 1 + max(
             (e["id"] for e in events if isinstance(e.get("id"), int)), default=0
         )
-        self.bytes_per_event = len(orjson.dumps(events)) / max(1, len(events))
+        self.bytes_per_event = len(msgspec.json.encode(events)) / max(1, len(events))
 
     def _ids(self, key: str) -> list[int]:
         return [
@@ -137,19 +139,30 @@ class Template:
             out["args"] = args
         return out
 
-    def replicate(self, k: int) -> list[dict[str, Any]]:
-        """One rank's events with *k* copies of the body (times in ``_ns``, not yet written)."""
-        out = [e if "ts" not in e else {**e, "_ns": to_ns(e["ts"])} for e in self.head]
+    def pieces(self, k: int) -> Iterator[list[dict[str, Any]]]:
+        """One rank's events with *k* copies of the body, a piece at a time (the head, each
+        copy, the tail; times in ``_ns``, not yet written): a 2 GB rank is never held whole."""
+        yield [e if "ts" not in e else {**e, "_ns": to_ns(e["ts"])} for e in self.head]
         for i in range(k):
-            out += [self._shifted(e, i) for e in self.body]
-        out += [self._shifted(e, k - 1) for e in self.tail]
-        return out
+            yield [self._shifted(e, i) for e in self.body]
+        yield [self._shifted(e, k - 1) for e in self.tail]
+
+    def replicate(self, k: int) -> list[dict[str, Any]]:
+        """:meth:`pieces` as one list."""
+        return [e for piece in self.pieces(k) for e in piece]
+
+    def count(self, k: int) -> int:
+        """Events in a rank with *k* copies."""
+        return len(self.head) + k * len(self.body) + len(self.tail)
+
+    def last_ns(self, k: int) -> int:
+        """The latest ``_ns`` of a rank with *k* copies (before the rank shift)."""
+        head = [to_ns(e["ts"]) for e in self.head if "ts" in e]
+        rest = [to_ns(e["ts"]) for e in (*self.body, *self.tail)]
+        return max([*head, *(t + (k - 1) * self.span_ns for t in rest)], default=0)
 
 
-def render_rank(
-    tpl: Template, events: list[dict[str, Any]], rank: int, ranks: int, shift_ns: int
-) -> bytes:
-    """The gzip-compressed JSON of *rank*."""
+def _rank_header(tpl: Template, rank: int, ranks: int) -> dict[str, Any]:
     doc = {k: v for k, v in tpl.doc.items() if k != "traceEvents"}
     info = dict(doc.get("distributedInfo") or {})
     info.update(rank=rank, world_size=ranks)
@@ -159,7 +172,10 @@ def render_rank(
             for pg in info["pg_config"]
         ]
     doc["distributedInfo"] = info
-    shift = rank * shift_ns
+    return doc
+
+
+def _written(tpl: Template, events: list[dict[str, Any]], shift: int) -> list[dict[str, Any]]:
     out = []
     for e in events:
         if "_ns" not in e:
@@ -168,8 +184,40 @@ def render_rank(
         w = {k: v for k, v in e.items() if k != "_ns"}
         w["ts"] = to_us(e["_ns"] + shift, tpl.int_times)
         out.append(w)
-    doc["traceEvents"] = out
-    return gzip.compress(orjson.dumps(doc), compresslevel=1, mtime=0)
+    return out
+
+
+def write_rank(
+    out: BinaryIO,
+    tpl: Template,
+    pieces: Iterable[list[dict[str, Any]]],
+    rank: int,
+    ranks: int,
+    shift_ns: int,
+) -> None:
+    """Write the gzip-compressed JSON of *rank* to *out*, piece by piece: the same bytes as
+    encoding the whole document at once (keys in the source's order, compact JSON)."""
+    doc = _rank_header(tpl, rank, ranks)  # traceEvents comes last, as when encoded whole
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0, filename="") as z:
+        z.write(b"{")
+        for key, value in doc.items():
+            z.write(msgspec.json.encode(key) + b":" + msgspec.json.encode(value) + b",")
+        z.write(b'"traceEvents":[')
+        sep = b""
+        for piece in pieces:
+            if piece:
+                z.write(sep + msgspec.json.encode(_written(tpl, piece, rank * shift_ns))[1:-1])
+                sep = b","
+        z.write(b"]}")
+
+
+def render_rank(
+    tpl: Template, events: list[dict[str, Any]], rank: int, ranks: int, shift_ns: int
+) -> bytes:
+    """The gzip-compressed JSON of *rank*."""
+    buf = io.BytesIO()
+    write_rank(buf, tpl, [events], rank, ranks, shift_ns)
+    return buf.getvalue()
 
 
 def generate(
@@ -179,22 +227,24 @@ def generate(
     source: Path = DEFAULT_SOURCE,
     shift_ns: int = 1_500,
     log: Any = print,
+    copies: int | None = None,
 ) -> list[Path]:
-    """Write ``rank-<r>.json.gz`` for ``r < ranks`` into *out_dir*; returns the paths."""
+    """Write ``rank-<r>.json.gz`` for ``r < ranks`` into *out_dir*; returns the paths.
+    *copies*: the number of body copies (default: from *target_mb*)."""
     tpl = Template(load(source))
-    k = tpl.copies_for(target_mb * 1e6)
-    events = tpl.replicate(k)
-    last_ns = max(e["_ns"] for e in events if "_ns" in e) + (ranks - 1) * shift_ns
+    k = copies if copies is not None else tpl.copies_for(target_mb * 1e6)
+    last_ns = tpl.last_ns(k) + (ranks - 1) * shift_ns
     if not tpl.int_times and last_ns >= EXACT_LIMIT_US * 1000:
         sys.exit("shifted times would leave the range where µs floats are exact; lower --ranks")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for r in range(ranks):
         p = out_dir / f"rank-{r}.json.gz"
-        p.write_bytes(render_rank(tpl, events, r, ranks, shift_ns))
+        with open(p, "wb") as f:
+            write_rank(f, tpl, tpl.pieces(k), r, ranks, shift_ns)
         paths.append(p)
     log(
-        f"{ranks} ranks x {len(events)} events ({k} copies of {tpl.n_steps} steps from "
+        f"{ranks} ranks x {tpl.count(k)} events ({k} copies of {tpl.n_steps} steps from "
         f"{source.name}), {sum(p.stat().st_size for p in paths) / 1e6:.0f} MB gzip in {out_dir}"
     )
     return paths
@@ -208,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     ap.add_argument("--shift-ns", type=int, default=1_500, help="time shift between ranks")
     ap.add_argument("--small", action="store_true", help="8 ranks, one copy of the steps")
+    ap.add_argument("--copies", type=int, help="copies of the steps (instead of --target-mb)")
     a = ap.parse_args(argv)
     if a.small:
         a.ranks, a.target_mb = 8, 0.0
@@ -215,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if not a.source.exists():
         ap.error(f"{a.source}: no such file (set GPUSCOPE_SHARED or pass --source)")
-    generate(a.out_dir, a.ranks, a.target_mb, a.source, a.shift_ns)
+    if a.copies is not None and a.copies < 1:
+        ap.error("--copies must be >= 1")
+    generate(a.out_dir, a.ranks, a.target_mb, a.source, a.shift_ns, copies=a.copies)
     return 0
 
 

@@ -10,34 +10,118 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
+from typing import Any
 
 import typer
 from rich.console import Console
 
 # Typer >= 0.29 vendors click (pyproject requires it), so click is not a dependency of ours.
+from typer._click.core import Command
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer._click.exceptions import UsageError as ClickUsageError
+from typer.core import TyperGroup
 
 from collectors.errors import GpuscopeError
 
-COMMAND_MODULES = (
-    "cli.analyze",
-    "cli.report",
-    "cli.compare",
-    "cli.run",
-    "cli.nccl_tests",
-    "cli.commbench",
-    "cli.efficiency",
-    "cli.gate",
-    "cli.cache",
-    "cli.critical_path",
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("analyze", "cli.analyze"),
+    ("report", "cli.report"),
+    ("export", "cli.report"),
+    ("compare", "cli.compare"),
+    ("run", "cli.run"),
+    ("nccl-tests", "cli.nccl_tests"),
+    ("commbench", "cli.commbench"),
+    ("occupancy", "cli.efficiency"),
+    ("roofline", "cli.efficiency"),
+    ("calibrate", "cli.efficiency"),
+    ("record", "cli.gate"),
+    ("gate", "cli.gate"),
+    ("history", "cli.gate"),
+    ("critical-path", "cli.critical_path"),
+    ("cache", "cli.cache"),
 )
+"""Every subcommand after ``version``, in ``--help`` order, and the module that registers it.
+A command's module is imported only when that command runs (or for the root ``--help``), so
+``gpuscope analyze`` does not import what ``gate`` or ``report`` need (tested: the lazy app's
+commands and help equal those of the eager one, :func:`build_app` with ``lazy=False``)."""
+
+COMMAND_MODULES = tuple(dict.fromkeys(module for _, module in COMMANDS))
 """Each module defines ``register(app)`` that adds its commands."""
 
+_APP_SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
 
-def build_app() -> typer.Typer:
-    """The Typer application with every subcommand registered."""
+
+def _module_commands(module: str) -> dict[str, Command]:
+    """The click commands *module* registers, built as the root app would build them."""
+    sub = typer.Typer(**_APP_SETTINGS)
+
+    @sub.callback()
+    def _unused() -> None:  # a callback makes typer build a group, whatever the count
+        """Holds the module's commands."""
+
+    importlib.import_module(module).register(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+class _LazyCommands(MutableMapping[str, Command]):
+    """The root group's ``commands``: every name of :data:`COMMANDS` is listed, a command's
+    module is imported on first access to one of its names."""
+
+    def __init__(self, eager: MutableMapping[str, Command]) -> None:
+        self._loaded: dict[str, Command] = dict(eager)
+        self._module = {name: module for name, module in COMMANDS if name not in eager}
+        self._names = [*eager, *self._module]
+
+    def _load(self, module: str) -> None:
+        for name, cmd in _module_commands(module).items():
+            self._loaded[name] = cmd
+            if name not in self._names:  # registered but not declared: still reachable
+                self._names.append(name)
+        for name in [n for n, m in self._module.items() if m == module]:
+            del self._module[name]
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._loaded and name in self._module:
+            self._load(self._module[name])
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, cmd: Command) -> None:
+        self._loaded[name] = cmd
+        self._module.pop(name, None)
+        if name not in self._names:
+            self._names.append(name)
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._module.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+class _LazyGroup(TyperGroup):
+    """Typer's group with :class:`_LazyCommands` as its commands."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _LazyCommands(self.commands)
+
+
+def build_app(lazy: bool = True) -> typer.Typer:
+    """The Typer application with every subcommand registered (each module imported when
+    its command is first looked up; ``lazy=False`` imports and registers them all now)."""
     app = typer.Typer(
         name="gpuscope",
         help=(
@@ -46,9 +130,8 @@ def build_app() -> typer.Typer:
             "exports, Nsight Compute CSVs and nccl-tests logs."
         ),
         no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        rich_markup_mode=None,
+        cls=_LazyGroup if lazy else TyperGroup,
+        **_APP_SETTINGS,
     )
 
     @app.callback()
@@ -62,8 +145,9 @@ def build_app() -> typer.Typer:
 
         typer.echo(f"gpuscope {_v('gpuscope')}")
 
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod).register(app)
+    if not lazy:
+        for mod in COMMAND_MODULES:
+            importlib.import_module(mod).register(app)
     return app
 
 

@@ -86,11 +86,15 @@ def _group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.
         cols = [np.concatenate([x, y]) for x, y in zip(a, b, strict=True)]
     if not len(cols[0]):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if len(cols) == 1:
-        _, inv = np.unique(cols[0], return_inverse=True)
-    else:
-        _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    # the rank of each key tuple in lexicographic order: column by column, each column's
+    # dense codes folded into one integer (the same codes as a row-wise np.unique, faster)
+    _, inv = np.unique(cols[0], return_inverse=True)
     inv = np.asarray(inv, dtype=np.int64).reshape(-1)
+    for col in cols[1:]:
+        _, c = np.unique(col, return_inverse=True)
+        c = np.asarray(c, dtype=np.int64).reshape(-1)
+        _, inv = np.unique(inv * (int(c.max()) + 1) + c, return_inverse=True)
+        inv = np.asarray(inv, dtype=np.int64).reshape(-1)
     return inv[:n], inv[n:]
 
 

@@ -35,6 +35,14 @@ Tables
     blocks_per_sm          float64  as reported by the source, NaN if absent
     warps_per_sm           float64  as reported by the source, NaN if absent
     comm_args              object   dict of NCCL/collective metadata found on the event, or None
+    wait_on_stream         int64    ``sync`` rows: the stream whose work is waited on (Kineto
+                                    ``args.wait_on_stream``; -1 unknown or not a sync row)
+    wait_on_event_         int64    ``sync`` rows: correlation of the ``cudaEventRecord`` call
+    correlation                     whose event is waited on (Kineto
+                                    ``args.wait_on_cuda_event_record_corr_id``; -1 unknown)
+    event_index            int64    the event's position in the source's event list (Kineto:
+                                    in ``traceEvents``, counting every event; HTA's tie-break
+                                    for events that start at the same instant); -1 unknown
     =====================  =======  ============================================================
 
 ``host``  one row per host-side event: CPU ops, runtime/driver API calls, user annotations:
@@ -44,8 +52,11 @@ Tables
     correlation (int64, -1), external_id (int64, -1), input_dims (object: str or None),
     input_types (object: str or None), concrete_inputs (object: str or None; Kineto
     ``Concrete Inputs``, the scalar arguments as strings), input_strides (object: str or None;
-    Kineto ``Input Strides``), comm_args (object: dict or None).  The four argument columns are
-    compact JSON text as recorded.
+    Kineto ``Input Strides``), comm_args (object: dict or None), launch_kernel (category: on
+    device API calls (:data:`LAUNCH_CATS`), the kernel the call launches as the source records
+    it (Kineto ``args.kernel``; also while a CUDA graph is captured, when no kernel runs), None
+    elsewhere or when not recorded), event_index (int64, as in ``gpu``).  The four argument
+    columns are compact JSON text as recorded.
 
 ``annotations``  ranges that name a stretch of time: ``ProfilerStep#N``, user ranges, NVTX,
     GPU-side user annotations: name (category), kind (category: ``step`` | ``user`` |
@@ -64,7 +75,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
 
 GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
@@ -91,13 +102,31 @@ GPU_INT_COLUMNS = (
     "dynamic_smem_bytes",
     "shared_mem_bytes",
     "bytes",
+    "wait_on_stream",
+    "wait_on_event_correlation",
+    "event_index",
 )
 GPU_FLOAT_COLUMNS = ("est_achieved_occupancy", "blocks_per_sm", "warps_per_sm")
 GPU_COLUMNS = ("name", "kind", *GPU_INT_COLUMNS, "copy_kind", *GPU_FLOAT_COLUMNS, "comm_args")
 
-HOST_INT_COLUMNS = ("start_ns", "end_ns", "pid", "tid", "correlation", "external_id")
+HOST_INT_COLUMNS = (
+    "start_ns",
+    "end_ns",
+    "pid",
+    "tid",
+    "correlation",
+    "external_id",
+    "event_index",
+)
 HOST_ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
-HOST_COLUMNS = ("name", "cat", *HOST_INT_COLUMNS, *HOST_ARG_COLUMNS, "comm_args")
+HOST_COLUMNS = (
+    "name",
+    "cat",
+    *HOST_INT_COLUMNS,
+    *HOST_ARG_COLUMNS,
+    "comm_args",
+    "launch_kernel",
+)
 LAUNCH_CATS = (
     "cuda_runtime",
     "cuda_driver",
@@ -223,12 +252,16 @@ class Trace:
         return s.sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
-def _frame(columns: dict[str, Any], order: tuple[str, ...], n: int) -> pd.DataFrame:
+def _frame(
+    columns: dict[str, Any], order: tuple[str, ...], n: int, *, owned: bool = False
+) -> pd.DataFrame:
+    """The table of *columns*; *owned*: the arrays are the frame's own (no copy, one block per
+    column), else copied into consolidated blocks."""
     data = {}
     for col in order:
         v = columns.get(col)
         data[col] = v
-    return pd.DataFrame(data, index=pd.RangeIndex(n))
+    return pd.DataFrame(data, index=pd.RangeIndex(n), copy=not owned)
 
 
 def _int_col(values: Any, n: int) -> np.ndarray:
@@ -265,6 +298,8 @@ def _build(
     ints: tuple[str, ...],
     floats: tuple[str, ...],
     cats: tuple[str, ...],
+    *,
+    owned: bool = False,
 ) -> pd.DataFrame:
     cols = dict(cols or {})
     unknown = set(cols) - set(order)
@@ -285,14 +320,14 @@ def _build(
             out[c] = _cat_col(v, n)
         else:
             out[c] = _obj_col(v, n)
-    return _frame(out, order, n)
+    return _frame(out, order, n, owned=owned)
 
 
-def gpu_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``gpu`` table from column arrays; missing columns get their unknown value."""
-    df = _build(
-        cols, GPU_COLUMNS, GPU_INT_COLUMNS, GPU_FLOAT_COLUMNS, ("name", "kind", "copy_kind")
-    )
+def gpu_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``gpu`` table from column arrays; missing columns get their unknown value.
+    *owned*: the caller hands its arrays over (the table keeps them without a copy)."""
+    cat_cols = ("name", "kind", "copy_kind")
+    df = _build(cols, GPU_COLUMNS, GPU_INT_COLUMNS, GPU_FLOAT_COLUMNS, cat_cols, owned=owned)
     df["kind"] = (
         df["kind"].cat.set_categories(GPU_KINDS)
         if len(df)
@@ -301,14 +336,16 @@ def gpu_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     return df
 
 
-def host_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``host`` table from column arrays."""
-    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), ("name", "cat"))
+def host_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``host`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    cat_cols = ("name", "cat", "launch_kernel")
+    return _build(cols, HOST_COLUMNS, HOST_INT_COLUMNS, (), cat_cols, owned=owned)
 
 
-def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build an ``annotations`` table from column arrays."""
-    df = _build(cols, ANNOTATION_COLUMNS, ANNOTATION_INT_COLUMNS, (), ("name", "kind", "domain"))
+def annotation_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build an ``annotations`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    cat_cols = ("name", "kind", "domain")
+    df = _build(cols, ANNOTATION_COLUMNS, ANNOTATION_INT_COLUMNS, (), cat_cols, owned=owned)
     df["kind"] = (
         df["kind"].cat.set_categories(ANNOTATION_KINDS)
         if len(df)
@@ -317,9 +354,9 @@ def annotation_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
     return df
 
 
-def counter_table(cols: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Build a ``counters`` table from column arrays."""
-    return _build(cols, COUNTER_COLUMNS, ("ts_ns", "device"), ("value",), ("name",))
+def counter_table(cols: dict[str, Any] | None = None, *, owned: bool = False) -> pd.DataFrame:
+    """Build a ``counters`` table from column arrays (*owned*: as in :func:`gpu_table`)."""
+    return _build(cols, COUNTER_COLUMNS, ("ts_ns", "device"), ("value",), ("name",), owned=owned)
 
 
 def make_trace(
@@ -328,13 +365,19 @@ def make_trace(
     host: dict[str, Any] | pd.DataFrame | None = None,
     annotations: dict[str, Any] | pd.DataFrame | None = None,
     counters: dict[str, Any] | pd.DataFrame | None = None,
+    *,
+    owned: bool = False,
 ) -> Trace:
-    """Assemble a :class:`Trace`, normalizing dtypes and filling absent columns."""
+    """Assemble a :class:`Trace`, normalizing dtypes and filling absent columns.
+
+    *owned*: the column arrays of the dicts are handed over (a reader's fresh arrays): the
+    tables keep them, one block per column, instead of copying them into consolidated blocks
+    (which holds two copies at once)."""
 
     def norm(x: Any, build: Any) -> pd.DataFrame:
         if isinstance(x, pd.DataFrame):
             return build({c: x[c].to_numpy() if c in x else None for c in x.columns})
-        return build(x)
+        return build(x, owned=owned)
 
     return Trace(
         meta=meta,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -85,7 +86,27 @@ _COUNT_BASES = (
     "thread",
     "block",
     "wavefront",
+    "register",
+    "SM",
 )
+_UNSIGNED_BASES = ("ns", "%", "cycle/s", *(_COUNT_BASES))
+"""Base units whose values cannot be negative (a negative one is left out with a warning)."""
+
+
+def known_unit(unit: str) -> bool:
+    """Whether *unit* is one :func:`convert_unit` understands: ``""``, ``%``, a time, a clock
+    rate (``Ghz``), a prefixed count (``Kbyte``, ``inst``, ``register``, ``SM``...), or a ratio
+    ``A/B`` of two such units (``Gbyte/second``, ``inst/cycle``, ``register/thread``)."""
+    u = unit.strip()
+    if u in ("", "%") or u in _TIME_NS:
+        return True
+    low = u.lower()
+    if low.endswith("hz") and low[:-2].upper() in _PREFIX:
+        return True
+    if "/" in u:
+        num, _, den = u.partition("/")
+        return "/" not in den and known_unit(num) and known_unit(den) and num not in ("", "%")
+    return any(u.endswith(b) and u[: -len(b)] in _PREFIX for b in _COUNT_BASES)
 
 
 def convert_unit(unit: str, value: float) -> tuple[float, str]:
@@ -152,16 +173,17 @@ def _dims(text: str | None) -> tuple[int, int, int] | None:
     if not text:
         return None
     nums = re.findall(r"\d+", text)
-    if len(nums) != 3:
+    if len(nums) != 3 or any(len(n) > 9 for n in nums):  # launch dimensions are below 2**31
         return None
     return (int(nums[0]), int(nums[1]), int(nums[2]))
 
 
 def _int(text: str | None) -> int | None:
+    """A non-negative integer below 2**63 written in *text*, else None."""
     if text is None:
         return None
     s = text.strip().replace(",", "")
-    return int(s) if s.isdigit() else None
+    return int(s) if s.isdigit() and len(s) < 19 else None
 
 
 def _split_header(text: str, path: Path) -> tuple[list[str], str]:
@@ -196,7 +218,13 @@ def read_ncu_csv(path: str | Path) -> NcuReport:
     except UnicodeDecodeError:
         text = data.decode("latin-1")
     preamble, body = _split_header(text, p)
-    rows = list(csv.reader(io.StringIO(body)))
+    try:
+        # universal newlines: a bare CR (old Mac line ends, or one inside an unquoted field)
+        # ends a line instead of raising csv.Error; such a cut row has too few fields and is
+        # skipped with a warning
+        rows = list(csv.reader(io.StringIO(body.replace("\x00", ""), newline=None)))
+    except csv.Error as err:  # a field beyond the csv module's size limit, ...
+        raise InputError(f"malformed CSV after line {len(preamble) + 1}: {err}", path=p) from None
     header = [h.strip() for h in rows[0]]
     records = [r for r in rows[1:] if any(c.strip() for c in r)]
     if "Metric Name" in header:
@@ -221,8 +249,9 @@ def _launch(
     units: dict[str, str],
     raw: dict[str, tuple[str, str]],
 ) -> NcuLaunch:
+    launch_id = _int(ident.get("ID"))
     return NcuLaunch(
-        id=_int(ident.get("ID")) if _int(ident.get("ID")) is not None else -1,
+        id=-1 if launch_id is None else launch_id,
         kernel_name=ident.get("Kernel Name", ""),
         block=_dims(ident.get("Block Size")),
         grid=_dims(ident.get("Grid Size")),
@@ -257,14 +286,7 @@ def _read_long(header: list[str], records: list[list[str]]) -> tuple[list[NcuLau
         name = r[col["Metric Name"]].strip()
         unit = r[col["Metric Unit"]].strip()
         sval = r[col["Metric Value"]]
-        value = parse_number(sval, swapped)
-        if value is None and sval.strip().lower() not in ("", "n/a"):
-            warnings.append(f"launch {key}: {name} = {sval!r} is not a number")
-        base_unit = unit
-        if value is not None:
-            value, base_unit = convert_unit(unit, value)
-        else:
-            base_unit = convert_unit(unit, 0.0)[1]
+        value, base_unit = _value(unit, sval, swapped, f"launch {key}: {name}", warnings)
         if name in metrics[key] and metrics[key][name] != value:
             warnings.append(f"launch {key}: {name} appears twice with different values")
             continue
@@ -277,7 +299,8 @@ def _read_long(header: list[str], records: list[list[str]]) -> tuple[list[NcuLau
 def _read_wide(header: list[str], records: list[list[str]]) -> tuple[list[NcuLaunch], list[str]]:
     metric_cols = [i for i, h in enumerate(header) if h not in ID_COLUMNS]
     unit_row: list[str] | None = None
-    if records and not records[0][header.index("ID")].strip():
+    at = header.index("ID") if "ID" in header else 0
+    if records and len(records[0]) == len(header) and not records[0][at].strip():
         unit_row, records = records[0], records[1:]
     swapped = _swapped_locale([r[i] for r in records for i in metric_cols if i < len(r)])
     launches: list[NcuLaunch] = []
@@ -293,11 +316,32 @@ def _read_wide(header: list[str], records: list[list[str]]) -> tuple[list[NcuLau
         for i in metric_cols:
             name = header[i]
             unit = unit_row[i].strip() if unit_row else ""
-            value = parse_number(r[i], swapped)
-            if value is not None:
-                value, base = convert_unit(unit, value)
-            else:
-                base = convert_unit(unit, 0.0)[1]
+            value, base = _value(unit, r[i], swapped, f"row {n}: {name}", warnings)
             metrics[name], units[name], raw[name] = value, base, (unit, r[i])
         launches.append(_launch(ident, metrics, units, raw))
     return launches, warnings
+
+
+def _value(
+    unit: str, text: str, swapped: bool, where: str, warnings: list[str]
+) -> tuple[float | None, str]:
+    """One metric value in its base unit, and the base unit; None (with a warning naming
+    *where*) when it is not a number, not finite, in a unit ncu does not write
+    (:func:`known_unit`), or negative in a unit that cannot be (times, sizes, counts, %)."""
+    value = parse_number(text, swapped)
+    base = convert_unit(unit, 0.0)[1]
+    if value is None:
+        if text.strip().lower() not in ("", "n/a"):
+            warnings.append(f"{where} = {text!r} is not a number")
+        return None, base
+    if not known_unit(unit):
+        warnings.append(f"{where}: unit {unit!r} is not one ncu writes; value left out")
+        return None, unit.strip()
+    value, base = convert_unit(unit, value)
+    if not math.isfinite(value):
+        warnings.append(f"{where} = {text!r} is not a finite number; left out")
+        return None, base
+    if value < 0 and (base in _UNSIGNED_BASES or base.split("/")[0] in _UNSIGNED_BASES):
+        warnings.append(f"{where} = {text!r} {unit} is negative; left out")
+        return None, base
+    return value, base

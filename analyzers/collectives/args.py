@@ -5,6 +5,7 @@ not recorded)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,21 @@ def as_int(v: Any) -> int | None:
 def parse_ranks(v: Any) -> tuple[int, ...] | None:
     """``Process Group Ranks`` (a list, or its text ``'[0, 1]'``) as a tuple; None if partial."""
     if isinstance(v, str):
-        try:
-            v = ast.literal_eval(v.strip())
-        except (ValueError, SyntaxError):
-            return None
+        return _ranks_text(v)
+    return _ranks(v)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranks_text(text: str) -> tuple[int, ...] | None:
+    """:func:`parse_ranks` of a text (every collective of a group repeats the same one)."""
+    try:
+        v = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return None
+    return _ranks(v)
+
+
+def _ranks(v: Any) -> tuple[int, ...] | None:
     if isinstance(v, (list, tuple)) and v and all(as_int(x) is not None for x in v):
         return tuple(int(x) for x in v)
     return None

@@ -60,19 +60,14 @@ def launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     sel = hc >= 0
     if not sel.any():
         return pid, tid, start
-    hh = pd.DataFrame(
-        {
-            "corr": hc[sel],
-            "pid": h["pid"].to_numpy()[sel],
-            "tid": h["tid"].to_numpy()[sel],
-            "start": h["start_ns"].to_numpy()[sel],
-        }
-    ).drop_duplicates("corr")
-    m = pd.DataFrame({"corr": corr}).merge(hh, on="corr", how="left")
-    known = m["start"].notna().to_numpy()
-    pid[known] = m["pid"].to_numpy()[known].astype(np.int64)
-    tid[known] = m["tid"].to_numpy()[known].astype(np.int64)
-    start[known] = m["start"].to_numpy()[known].astype(np.int64)
+    # the first host row (table order) with each correlation id
+    ids, first = np.unique(hc[sel], return_index=True)
+    rows = np.flatnonzero(sel)[first]
+    at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
+    known = ids[at] == corr
+    pid[known] = h["pid"].to_numpy()[rows[at[known]]]
+    tid[known] = h["tid"].to_numpy()[rows[at[known]]]
+    start[known] = h["start_ns"].to_numpy()[rows[at[known]]]
     return pid, tid, start
 
 

@@ -87,11 +87,12 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
         nvtx_group_starts=nvtx_group_starts,
         pg_cfg=pg_config(trace),
     )
-    rng = h[["pid", "tid", "start_ns", "end_ns"]]
+    cols = ["pid", "tid", "start_ns", "end_ns"]
+    rng = {k: h.loc[m, cols] for k, m in (("rpc", is_rpc), ("ann", is_ann), ("c10d", is_c10d))}
     steps = trace.steps()
-    records = _gpu_records(trace, ctx, rng, is_rpc, is_ann, is_c10d)
+    records = _gpu_records(trace, ctx, rng, is_rpc)
     linked = {r.pop("_rpc") for r in records} - {-1}
-    records += _call_only_records(trace, ctx, rng, is_rpc, is_ann, is_c10d, linked)
+    records += _call_only_records(trace, ctx, rng, linked)
     s_lo = steps["start_ns"].to_numpy()
     s_hi = steps["end_ns"].to_numpy()
     s_num = steps["step"].to_numpy()
@@ -108,12 +109,12 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
 def _gpu_records(
     trace: Trace,
     ctx: RecordContext,
-    rng: pd.DataFrame,
+    rng: dict[str, pd.DataFrame],
     is_rpc: np.ndarray,
-    is_ann: np.ndarray,
-    is_c10d: np.ndarray,
 ) -> list[dict[str, Any]]:
-    """One record per collective with GPU work (module docstring, steps 1–3)."""
+    """One record per collective with GPU work (module docstring, steps 1–3).  *rng*: the
+    (pid, tid, start_ns, end_ns) of the host's ``record_param_comms`` ops (``rpc``), ``nccl:*``
+    annotations (``ann``) and ``c10d::*`` ops (``c10d``)."""
     g = trace.gpu
     if g.empty:
         return []
@@ -128,9 +129,9 @@ def _gpu_records(
         return []
     gc = g.iloc[cand]
     lpid, ltid, lstart = launches(trace, gc["correlation"].to_numpy())
-    rpc_of = innermost(rng[is_rpc], lpid, ltid, lstart)
-    ann_of = innermost(rng[is_ann], lpid, ltid, lstart)
-    c10d_of = innermost(rng[is_c10d], lpid, ltid, lstart)
+    rpc_of = innermost(rng["rpc"], lpid, ltid, lstart)
+    ann_of = innermost(rng["ann"], lpid, ltid, lstart)
+    c10d_of = innermost(rng["c10d"], lpid, ltid, lstart)
     nvtx_of = innermost(ctx.nvtx_ops, lpid, ltid, lstart)
     group_of = innermost(ctx.nvtx_groups, lpid, ltid, lstart)
     # without a launch row, fall back on the external id shared by kernel and op (torch ≥ 2.2)
@@ -159,6 +160,7 @@ def _gpu_records(
     g_end = gc["end_ns"].to_numpy()
     g_stream = gc["stream"].to_numpy()
     g_dev = gc["device"].to_numpy()
+    g_label = g.index.to_numpy()[cand]
 
     records = []
     o = np.lexsort((g_start[sel], op_key))
@@ -194,8 +196,8 @@ def _gpu_records(
             duration_ns=end - start,
             stream=int(g_stream[first]),
             device=int(g_dev[first]),
-            gpu_row=int(g.index[cand[first]]),
-            gpu_rows=tuple(int(x) for x in g.index[cand[np.sort(members)]]),
+            gpu_row=int(g_label[first]),
+            gpu_rows=tuple(g_label[np.sort(members)].tolist()),
         )
         records.append(rec)
     return records
@@ -214,19 +216,16 @@ def _op_start(ctx: RecordContext, rpc: int, ann: int, nvtx: int) -> int:
 def _call_only_records(
     trace: Trace,
     ctx: RecordContext,
-    rng: pd.DataFrame,
-    is_rpc: np.ndarray,
-    is_ann: np.ndarray,
-    is_c10d: np.ndarray,
+    rng: dict[str, pd.DataFrame],
     linked: set[int],
 ) -> list[dict[str, Any]]:
     """Rows for ``record_param_comms`` ops that name a collective but launched no GPU work."""
-    rpcs = rng[is_rpc]
+    rpcs = rng["rpc"]
     rpcs = rpcs[~rpcs.index.isin(list(linked))]
     if rpcs.empty:
         return []
     # the nccl:* range inside each op (torch ≤ 2.0 names the collective only there)
-    anns = rng[is_ann]
+    anns = rng["ann"]
     ann_in = innermost(
         rpcs,
         anns["pid"].to_numpy(),
@@ -235,7 +234,7 @@ def _call_only_records(
     )
     ann_of = dict(zip(ann_in.tolist(), anns.index.tolist(), strict=True))
     c10d_of = innermost(
-        rng[is_c10d],
+        rng["c10d"],
         rpcs["pid"].to_numpy(),
         rpcs["tid"].to_numpy(),
         rpcs["start_ns"].to_numpy(),

@@ -31,8 +31,9 @@ TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 ``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
 
 
-def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> dict[int, int]:
-    """Innermost enclosing CPU op (host row position) for every op and launch row position.
+def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """Innermost enclosing CPU op (host row position, -1 none) of every op and launch row, as
+    an array over the host rows (-1 for the other rows).
 
     The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
     ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
@@ -46,11 +47,27 @@ def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) ->
     launch_parent = innermost_range(
         start[ops], end[ops], groups, start[launches], (h_pid[launches], h_tid[launches])
     )
-    parent: dict[int, int] = {}
+    parent = np.full(len(host), -1, dtype=np.int64)
     for rows, pos in ((ops, op_parent), (launches, launch_parent)):
-        owner = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
-        parent.update(zip(rows.tolist(), owner.tolist(), strict=True))
+        parent[rows] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
     return parent
+
+
+def _outermost_modelled(ops: np.ndarray, parent: np.ndarray, modelled: np.ndarray) -> np.ndarray:
+    """Per host row, for op rows: the outermost modelled op among the row and its ancestors
+    (-1 none).  Pointer jumping: ``top`` holds the answer for the chain segment from a row up
+    to (not including) ``up``; joining a segment with the one above it keeps the upper answer
+    when there is one; log₂(depth) rounds."""
+    top = np.where(modelled, np.arange(len(parent)), -1)
+    up = parent.copy()
+    live = ops[up[ops] >= 0]
+    while live.size:
+        above = up[live]
+        upper = top[above]
+        top[live] = np.where(upper >= 0, upper, top[live])
+        up[live] = up[above]
+        live = live[up[live] >= 0]
+    return top
 
 
 _SHAPE_COLUMNS = (
@@ -116,9 +133,16 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     concrete = host["concrete_inputs"].to_numpy() if "concrete_inputs" in host else none
     strides = host["input_strides"].to_numpy() if "input_strides" in host else none
     costs: dict[int, OpCost] = {}
+    seen: dict[tuple[Any, ...], OpCost | None] = {}  # calls with the same recorded arguments
     for i in ops.tolist():
         if names[i] in MODELS:
-            c = model_op(names[i], dims[i], types[i], concrete[i], strides[i])
+            key = (names[i], dims[i], types[i], concrete[i], strides[i])
+            try:
+                c = seen[key]
+            except KeyError:
+                c = seen[key] = model_op(*key)
+            except TypeError:  # an argument recorded as a list: not hashable
+                c = model_op(*key)
             if c is not None:
                 costs[i] = c
     if not costs:
@@ -129,31 +153,38 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     end = host["end_ns"].to_numpy()
     tid = host["tid"].to_numpy()
     ext = host["external_id"].to_numpy()
-    op_by_ext: dict[int, int] = {}
-    for i in ops.tolist():
-        if ext[i] >= 0:
-            op_by_ext.setdefault(int(ext[i]), i)
+    modelled = np.zeros(len(host), dtype=bool)
+    modelled[np.fromiter(costs, dtype=np.int64, count=len(costs))] = True
+    # outermost modelled ancestor-or-self of each op (parents precede their children)
+    top = _outermost_modelled(ops, parent, modelled)
 
-    # outermost modelled ancestor-or-self of each op; parents precede children in start order
-    top: dict[int, int] = {}
-    for i in sorted(ops.tolist(), key=lambda r: (start[r], -end[r], r)):
-        p = parent.get(i, -1)
-        up = top.get(p, -1) if p >= 0 else -1
-        top[i] = up if up >= 0 else (i if i in costs else -1)
-
-    owner_of_launch: dict[int, int] = {}
-    for r in launches.tolist():
-        linked = parent.get(r, -1)
-        cand = op_by_ext.get(int(ext[r])) if ext[r] >= 0 else None
-        if cand is not None and tid[cand] == tid[r] and start[cand] <= start[r] < end[cand]:
-            linked = cand
-        owner = top.get(linked, -1) if linked >= 0 else -1
-        if owner >= 0:
-            owner_of_launch[r] = owner
+    # the op a launch belongs to: the op with the launch's external id (the first such op) if
+    # it encloses the launch on its thread, else the innermost enclosing op
+    linked = parent[launches]
+    op_ext = ext[ops]
+    with_ext = op_ext >= 0
+    ext_ids, first = np.unique(op_ext[with_ext], return_index=True)
+    if ext_ids.size:
+        l_ext = ext[launches]
+        at = np.minimum(np.searchsorted(ext_ids, l_ext), ext_ids.size - 1)
+        found = (l_ext >= 0) & (ext_ids[at] == l_ext)
+        cand = np.where(found, ops[with_ext][first][at], 0)
+        ok = (
+            found
+            & (tid[cand] == tid[launches])
+            & (start[cand] <= start[launches])
+            & (start[launches] < end[cand])
+        )
+        linked = np.where(ok, cand, linked)
+    owner_of_launch = np.full(len(host), -1, dtype=np.int64)
+    owner_of_launch[launches] = np.where(linked >= 0, top[np.maximum(linked, 0)], -1)
 
     g = gpu[gpu["kind"].isin(GPU_WORK_KINDS) & (gpu["correlation"] >= 0)]
     calls = launching_calls(host, g["correlation"].to_numpy())
-    owners = pd.Series(calls, index=g.index).map(owner_of_launch)
+    owned = np.where(calls >= 0, owner_of_launch[np.maximum(calls, 0)], -1)
+    owners = pd.Series(owned, index=g.index)
+    if (owned < 0).any():  # as a dict lookup gives: NaN where no owner (dropped below)
+        owners = owners.where(owned >= 0)
     g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
     if g.empty:
         return _empty(cols, gpu_time)
@@ -197,6 +228,8 @@ def op_costs(trace: Trace) -> pd.DataFrame:
 
 
 def _text(v: Any) -> str:
+    if type(v) is str:
+        return v
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, (str, bytes)):

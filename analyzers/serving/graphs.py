@@ -87,7 +87,7 @@ class Capture:
     trace: Trace
     kernel_names: Mapping[int, str] | None = None
     """Correlation of a launch call in :attr:`trace` → the kernel it launched (Kineto
-    ``args.kernel``)."""
+    ``args.kernel``); None: the trace's own (``host.launch_kernel``).  Empty: names unknown."""
     batch_size: int | None = None
     """The batch size (tokens) the graphs were captured for (``execution_details.json``)."""
     mode: str | None = None
@@ -144,12 +144,13 @@ def _graph_launches(trace: Trace) -> tuple[np.ndarray, list[np.ndarray]]:
     rows = rows[np.argsort(h["start_ns"].to_numpy()[rows], kind="stable")]
     work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
     corr = g["correlation"].to_numpy()[work]
-    order = np.lexsort((work, g["start_ns"].to_numpy()[work]))
-    by_corr: dict[int, list[int]] = defaultdict(list)
-    for i in order.tolist():
-        by_corr[int(corr[i])].append(int(work[i]))
+    # work rows grouped by correlation id, each group in GPU order (start, then row)
+    order = np.lexsort((work, g["start_ns"].to_numpy()[work], corr))
+    ids, rows_by_id = corr[order], work[order].astype(np.int64)
     launch_corr = h["correlation"].to_numpy()[rows]
-    kernels = [np.asarray(by_corr.get(int(c), []), dtype=np.int64) for c in launch_corr]
+    lo = np.searchsorted(ids, launch_corr, side="left")
+    hi = np.searchsorted(ids, launch_corr, side="right")
+    kernels = [rows_by_id[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
     return rows, kernels
 
 

@@ -73,6 +73,8 @@ def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     parent = enclosing_parents(
         start, end, (host["pid"].to_numpy()[is_op], host["tid"].to_numpy()[is_op])
     )
+    # each distinct name tested once (LAYER_RE never matches a missing name's "nan")
+    match = np.append(names_matching(host["name"], LAYER_RE)[is_op], False)
     pos = pd.Series(np.arange(len(is_op)), index=is_op).reindex(rows).fillna(-1).to_numpy(int)
     while (pos >= 0).any():
         live = pos >= 0

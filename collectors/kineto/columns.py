@@ -10,27 +10,44 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from operator import itemgetter
-from pathlib import Path
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from collectors.errors import InputError
 from collectors.kineto.decode import I_TYPES, CEvent, XEvent
+from collectors.limits import TIME_LIMIT_NS
 
 EXACT_FLOAT_LIMIT_US = 2.0**43
 """Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
 recovered exactly by :func:`us_to_ns`'s float path."""
+
+_LIMIT_US = TIME_LIMIT_NS // 1000
+
+OK = 0
+NOT_A_NUMBER = 1
+OUT_OF_RANGE = 2
+NEGATIVE_DUR = 3
+NAME_NOT_TEXT = 4
+REASONS = {
+    NOT_A_NUMBER: "ts/dur missing, null or not a number",
+    OUT_OF_RANGE: "time outside [0, 2^62] ns",
+    NEGATIVE_DUR: "negative dur",
+    NAME_NOT_TEXT: "name not a string",
+}
+"""Why an activity row or counter sample is rejected (codes of the ``bad`` arrays)."""
 
 
 class InexactTimes(Exception):
     """Float microsecond values too large for the float path to recover their decimal text."""
 
 
-def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
-    """Exact integer nanoseconds from Kineto microsecond values (as decoded by msgspec).
+def us_to_ns(
+    values: list[Any], negative: int = OUT_OF_RANGE
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
+    """Exact integer nanoseconds from Kineto microsecond values (as decoded by msgspec), and per
+    value why it is unusable (:data:`REASONS`; 0 = usable, its ns then 0).
 
     Integers are multiplied by 1000 exactly.  Floats are split into their integer part
     (``np.floor``; the subtraction ``x - floor(x)`` is exact in binary floating point) and the
@@ -38,35 +55,130 @@ def us_to_ns(values: list[Any], path: Path, what: str) -> NDArray[np.int64]:
     exactly whenever it has at most 3 decimals and ``|x| < 2**43`` µs (about 102 days; Kineto's
     ns-resolution traces use a clock that starts at boot).  Larger non-integral floats (epoch
     microseconds with decimals) raise :class:`InexactTimes`; the caller then re-reads the
-    values as exact decimals (:meth:`collectors.kineto.stream.Chunk.exact_values`).
+    values as exact decimals (:meth:`collectors.kineto.stream.Chunk.exact_values`).  Values that
+    are not numbers (None, text, booleans, lists...) are :data:`NOT_A_NUMBER`; numbers outside
+    [0, :data:`TIME_LIMIT_NS`] ns are :data:`OUT_OF_RANGE` (negative ones: *negative*).
+    Vectorised: the per-value Python pass happens only for a chunk that holds a value of
+    another type.
 
     Raises:
-        InputError: a value is not a number.
         InexactTimes: see above.
     """
-    if not values:
-        return np.empty(0, dtype=np.int64)
+    n = len(values)
+    if not n:
+        return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    kinds = set(map(type, values))
+    bad: NDArray[np.uint8] | None = None
+    if kinds == {int}:
+        try:
+            ints_ = np.array(values, dtype=np.int64)
+        except OverflowError:
+            values, bad = _numbers(values, negative)
+        else:
+            code = _range_codes(ints_, negative)
+            if code is not None:
+                return np.where(code > 0, 0, ints_) * 1000, code
+            return ints_ * 1000, np.zeros(n, dtype=np.uint8)
+    elif not kinds <= {int, float}:
+        values, bad = _numbers(values, negative)
     try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError, OverflowError):
-        arr = np.asarray(values, dtype=object)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64) * 1000
-    if arr.dtype.kind == "f":
-        whole = np.floor(arr)
-        if not np.isfinite(arr).all():
-            raise InputError(f"event '{what}' holds a non-finite number", path=path)
-        if np.abs(arr).max() >= EXACT_FLOAT_LIMIT_US and (arr != whole).any():
-            raise InexactTimes(what)
-        frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
-        return whole.astype(np.int64) * 1000 + frac_ns
-    bad = next((v for v in values if type(v) not in (int, float)), None)
-    raise InputError(f"event '{what}' holds a non-numeric value {bad!r}", path=path)
+        arr = np.array(values, dtype=np.float64)
+    except OverflowError:  # an integer beyond the double range
+        values, bad = _numbers(values, negative)
+        arr = np.array(values, dtype=np.float64)
+    code = _range_codes(arr, negative)
+    if code is not None:
+        arr = np.where(code > 0, 0.0, arr)
+        bad = code if bad is None else np.where(bad > 0, bad, code)
+    whole = np.floor(arr)
+    if arr.max() >= EXACT_FLOAT_LIMIT_US and (arr != whole).any():
+        raise InexactTimes
+    frac_ns = np.rint((arr - whole) * 1000.0).astype(np.int64)
+    ns = whole.astype(np.int64) * 1000 + frac_ns
+    return ns, (np.zeros(n, dtype=np.uint8) if bad is None else bad)
 
 
-def decimal_us_to_ns(values: Sequence[Decimal]) -> NDArray[np.int64]:
-    """Nanoseconds from exact decimal microseconds, rounded half-even to 1 ns."""
-    return np.array([int(v.scaleb(3).to_integral_value()) for v in values], dtype=np.int64)
+def _range_codes(arr: np.ndarray, negative: int) -> NDArray[np.uint8] | None:
+    """Codes of the values of *arr* (µs) outside [0, the time limit] (NaN too), or None."""
+    inside = (arr >= 0) & (arr <= _LIMIT_US)
+    if inside.all():
+        return None
+    code = np.where(arr < 0, negative, OUT_OF_RANGE).astype(np.uint8)
+    return np.where(inside, 0, code).astype(np.uint8)
+
+
+def _numbers(values: list[Any], negative: int) -> tuple[list[Any], NDArray[np.uint8]]:
+    """*values* with every non-number (and every integer beyond the time range) replaced by 0,
+    and the code of each replaced value."""
+    bad = np.zeros(len(values), dtype=np.uint8)
+    clean: list[Any] = []
+    for i, v in enumerate(values):
+        c = v.__class__
+        if c is float:
+            clean.append(v)
+        elif c is int:
+            if 0 <= v <= _LIMIT_US:
+                clean.append(v)
+            else:
+                clean.append(0)
+                bad[i] = negative if v < 0 else OUT_OF_RANGE
+        else:
+            clean.append(0)
+            bad[i] = NOT_A_NUMBER
+    return clean, bad
+
+
+def decimal_us_to_ns(
+    values: Sequence[Any], negative: int = OUT_OF_RANGE
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
+    """Nanoseconds from exact decimal (or integer) microseconds, rounded half-even to 1 ns, and
+    why each value is unusable (as :func:`us_to_ns`)."""
+    ns = np.zeros(len(values), dtype=np.int64)
+    bad = np.zeros(len(values), dtype=np.uint8)
+    for i, v in enumerate(values):
+        if v.__class__ is int or (v.__class__ is Decimal and v.is_finite()):
+            x = int(Decimal(v).scaleb(3).to_integral_value())
+            if 0 <= x <= TIME_LIMIT_NS:
+                ns[i] = x
+            else:
+                bad[i] = negative if x < 0 else OUT_OF_RANGE
+        else:
+            bad[i] = NOT_A_NUMBER
+    return ns, bad
+
+
+class Rejections:
+    """How many rows of a file were rejected, and why: ``{(kind of row, reason): count}``."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def add(self, what: str, codes: NDArray[np.uint8]) -> None:
+        """Count the non-zero *codes* (:data:`REASONS`) of rows of kind *what*."""
+        hit = codes[codes > 0]
+        if hit.size:
+            for code, k in zip(*np.unique(hit, return_counts=True), strict=True):
+                self.count(what, REASONS[int(code)], int(k))
+
+    def count(self, what: str, reason: str, k: int = 1) -> None:
+        self.counts[what, reason] = self.counts.get((what, reason), 0) + k
+
+    def merge(self, counts: dict[tuple[str, str], int]) -> None:
+        for (what, reason), k in counts.items():
+            self.count(what, reason, k)
+
+    def total(self, what: str) -> int:
+        return sum(k for (w, _), k in self.counts.items() if w == what)
+
+    def reasons(self, what: str) -> str:
+        """``2 negative dur, 1 name not a string`` (most frequent first)."""
+        items = sorted((-k, r) for (w, r), k in self.counts.items() if w == what)
+        return ", ".join(f"{-k} {r}" for k, r in items)
+
+    def note(self, what: str, of: int) -> str | None:
+        """``rejected 3 of 120 activity events (2 negative dur, 1 ...)``, or None."""
+        k = self.total(what)
+        return f"rejected {k} of {of} {what} ({self.reasons(what)})" if k else None
 
 
 EMPTY_INTS = np.zeros(0, dtype=np.int64)
@@ -85,8 +197,11 @@ class Activities:
         end: np.ndarray,
         stream: np.ndarray,
         comms: dict[int, dict[str, Any]],
+        position: np.ndarray,
     ) -> None:
         self.acts = acts
+        self.position = position
+        """Each row's position among its chunk's events."""
         self.args = args
         self.name = name
         self.cat = cat
@@ -94,9 +209,9 @@ class Activities:
         self.end = end
         self.stream = stream
         self.comms = comms
-        self.pid = ints([e.pid for e in acts])
-        self.tid = ints([e.tid for e in acts])
-        self.correlation = ints([a.correlation for a in args])
+        self.pid = ints(field(acts, "pid"))
+        self.tid = ints(field(acts, "tid"))
+        self.correlation = ints(field(args, "correlation"))
         self.external_id = external_ids(args)
 
     def rows(self, idx: np.ndarray) -> tuple[list[XEvent], list[Any]]:
@@ -133,6 +248,17 @@ def gpu_user_part(cols: Activities, idx: np.ndarray) -> dict[str, Any]:
     }
 
 
+_GETTERS: dict[str, attrgetter[Any]] = {}
+
+
+def field(rows: Sequence[Any], name: str) -> list[Any]:
+    """Attribute *name* of every row (one C-level pass: no Python frame per row)."""
+    get = _GETTERS.get(name)
+    if get is None:
+        get = _GETTERS[name] = attrgetter(name)
+    return list(map(get, rows))
+
+
 def pick(values: list[Any], idx: np.ndarray) -> list[Any]:
     if len(idx) < 2:
         return [values[i] for i in idx.tolist()]
@@ -140,47 +266,65 @@ def pick(values: list[Any], idx: np.ndarray) -> list[Any]:
 
 
 def ints(values: list[Any]) -> np.ndarray:
-    """int64 column: integers kept (uint64 beyond int64 → -1), anything else → -1."""
-    arr = np.array(values) if values else np.empty(0, dtype=np.int64)
-    if arr.dtype.kind == "i":
-        return arr.astype(np.int64, copy=False)
+    """int64 column: integers kept (beyond int64 → -1), anything else (booleans too) → -1."""
+    if not values:
+        return np.empty(0, dtype=np.int64)
+    if set(map(type, values)) == {int}:
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
     out = [v if v.__class__ is int and -(2**63) <= v < 2**63 else -1 for v in values]
     return np.array(out, dtype=np.int64)
 
 
-def floats(values: list[Any]) -> np.ndarray:
-    """float64 column: numbers kept, anything else → NaN."""
-    arr = np.array(values) if values else np.empty(0, dtype=np.float64)
-    if arr.dtype.kind in "if":
-        return arr.astype(np.float64, copy=False)
-    out = [v if v.__class__ in (int, float) else np.nan for v in values]
-    return np.array(out, dtype=np.float64)
+def counts(values: list[Any]) -> np.ndarray:
+    """int64 column of counts or sizes (``bytes``, registers, shared memory): :func:`ints`, with
+    negative values → -1 (unknown)."""
+    arr = ints(values)
+    return np.where(arr < 0, -1, arr)
+
+
+def floats(values: list[Any], *, high: float = np.inf) -> np.ndarray:
+    """float64 column of non-negative figures: numbers in [0, *high*] kept, anything else
+    (negative, beyond *high*, not a number, a boolean) → NaN."""
+    if not values:
+        return np.empty(0, dtype=np.float64)
+    kinds = set(map(type, values))
+    if not kinds <= {int, float}:
+        values = [v if v.__class__ in (int, float) else np.nan for v in values]
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except OverflowError:  # an integer beyond the double range
+        arr = np.array([v if abs(v) < 2**1023 else np.nan for v in values], dtype=np.float64)
+    return np.where((arr >= 0) & (arr <= high), arr, np.nan)
 
 
 def triples(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x, y, z) int64 columns from ``[x, y, z]`` lists; anything else → -1."""
+    """(x, y, z) int64 columns from ``[x, y, z]`` lists of non-negative integers; anything
+    else → -1."""
     out = np.full((len(values), 3), -1, dtype=np.int64)
     has = [i for i, v in enumerate(values) if v.__class__ is list]
     if has:
         try:
             arr = np.array([values[i] for i in has])
-        except ValueError:
+        except (ValueError, OverflowError):
             arr = np.empty(0)
-        if arr.dtype.kind == "i" and arr.ndim == 2 and arr.shape[1] == 3:
+        if arr.dtype.kind == "i" and arr.ndim == 2 and arr.shape[1] == 3 and (arr >= 0).all():
             out[has] = arr
         else:
             for i in has:
                 v = values[i]
-                if len(v) == 3 and all(x.__class__ is int for x in v):
+                if len(v) == 3 and all(x.__class__ is int and 0 <= x < 2**63 for x in v):
                     out[i] = v
     return out[:, 0], out[:, 1], out[:, 2]
 
 
 def external_ids(args: list[Any]) -> np.ndarray:
     """``External id`` (2022 traces: ``external id``), -1 when absent."""
-    ext = ints([a.external_id for a in args])
+    ext = ints(field(args, "external_id"))
     if (ext == -1).any():
-        old = ints([a.external_id_2022 for a in args])
+        old = ints(field(args, "external_id_2022"))
         ext = np.where(ext == -1, old, ext)
     return ext
 
@@ -207,7 +351,7 @@ def counter_rows(others: list[Any]) -> tuple[CounterRows, CounterRows]:
     for e in others:
         if e.__class__ is not CEvent or not isinstance(e.args, dict):
             continue
-        nums = {k: v for k, v in e.args.items() if v.__class__ in (int, float)}
+        nums = {k: v for k, v in e.args.items() if _finite(v)}
         base = e.name if e.name.__class__ is str else "counter"
         for k, v in nums.items():
             names.append(base if len(nums) == 1 else f"{base}.{k}")
@@ -225,9 +369,14 @@ def counter_rows(others: list[Any]) -> tuple[CounterRows, CounterRows]:
             ("Total Allocated", m.total_allocated),
             ("Total Reserved", m.total_reserved),
         ):
-            if v.__class__ in (int, float):
+            if _finite(v):
                 names.append(label)
                 at.append(e)
                 values.append(float(v))
                 devices.append(dev)
     return counters, (names, at, values, devices)
+
+
+def _finite(v: Any) -> bool:
+    """A number (not a boolean) that a double holds."""
+    return v.__class__ is float or (v.__class__ is int and -(2**1023) < v < 2**1023)

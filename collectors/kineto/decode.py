@@ -101,6 +101,11 @@ class XArgs(msgspec.Struct, gc=False):
     blocks_per_sm: Any = _named(NAN, "blocks per SM")
     warps_per_sm: Any = _named(NAN, "warps per SM")
     kind: Any = None
+    kernel: Any = None
+    """The kernel a launch call launches (runtime/driver rows)."""
+    wait_on_stream: Any = -1
+    wait_on_event: Any = _named(-1, "wait_on_cuda_event_record_corr_id")
+    """``cuda_sync`` rows: the stream / the correlation of the ``cudaEventRecord`` waited on."""
 
 
 class XArgsComm(XArgs, gc=False):
@@ -398,20 +403,22 @@ def _describe(data: bytes) -> str:
 
 
 class ExactEvent(msgspec.Struct, gc=False):
-    """An event's times as exact decimals, and what decides whether it is an activity row."""
+    """An event's times as exact decimals (floats as :class:`~decimal.Decimal`, integers as
+    ``int``, anything else as decoded: :func:`collectors.kineto.columns.decimal_us_to_ns`
+    rejects it), and what decides whether it is an activity row."""
 
     ph: Any = None
     cat: Any = None
-    ts: Decimal | None = None
-    dur: Decimal | None = None
+    ts: Any = None
+    dur: Any = None
 
 
 class _ExactFile(msgspec.Struct):
     traceEvents: list[ExactEvent] | None = None
 
 
-_EXACT_DECODER = msgspec.json.Decoder(_ExactFile)
-_EXACT_LIST_DECODER = msgspec.json.Decoder(list[ExactEvent])
+_EXACT_DECODER = msgspec.json.Decoder(_ExactFile, float_hook=Decimal)
+_EXACT_LIST_DECODER = msgspec.json.Decoder(list[ExactEvent], float_hook=Decimal)
 
 
 def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEvent]:
@@ -419,11 +426,11 @@ def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEv
     file's text, or from a JSON array of events when *array*.
 
     Raises:
-        InputError: a ``ts``/``dur`` that is not a number.
+        InputError: the text does not decode (it did the first time: not expected).
     """
     try:
         if array:
             return _EXACT_LIST_DECODER.decode(data)
         return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
-        raise InputError(f"event time is not a number ({e})", path=path) from None
+        raise InputError(f"event times do not decode ({e})", path=path) from None

@@ -18,6 +18,7 @@ events to tables is documented in ``docs/kineto-reader.md``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -81,11 +82,22 @@ def read_kineto(
     unless *include_python*.  *parallel*: read with a helper process
     (:mod:`collectors.kineto.parallel`; None: when that pays off); the Trace is the same.
 
+    Rows whose times or name are unusable are rejected and counted in a note
+    (``meta.extra["notes"]``, docs/reliability.md).
+
     Raises:
-        InputError: missing file, corrupt gzip, invalid JSON, not a Kineto trace, no events.
+        InputError: missing file, corrupt gzip, invalid JSON, JSON nested too deeply, not a
+            Kineto trace, no usable events.
     """
     path = Path(path)
-    return build_trace(_rows(path, include_python, parallel), rank)
+    try:
+        return build_trace(_rows(path, include_python, parallel), rank)
+    except RecursionError:  # msgspec bounds nesting by the interpreter's recursion limit
+        raise InputError(
+            "JSON nested too deeply to decode (lists/objects within each other, over about "
+            f"{sys.getrecursionlimit()} levels)",
+            path=path,
+        ) from None
 
 
 def _rows(path: Path, include_python: bool, in_parallel: bool | None) -> RowParts:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,21 @@ import numpy as np
 from collectors.errors import InputError
 from collectors.kineto.columns import (
     EMPTY_INTS,
+    NAME_NOT_TEXT,
+    NEGATIVE_DUR,
+    OK,
+    OUT_OF_RANGE,
     Activities,
     InexactTimes,
+    Rejections,
     counter_rows,
+    counts,
     decimal_us_to_ns,
+    field,
     floats,
     gpu_user_part,
     ints,
+    pick,
     triples,
     us_to_ns,
 )
@@ -47,7 +55,8 @@ from collectors.kineto.stream import (
     stream_chunks,
     whole_chunks,
 )
-from collectors.model import GPU_KINDS
+from collectors.limits import MAX_NESTING, TIME_LIMIT_NS, nested_deeper
+from collectors.model import GPU_KINDS, LAUNCH_CATS
 
 HOST_CATS = frozenset(
     {
@@ -81,11 +90,21 @@ COPY_KIND_RE = re.compile(r"^(?:hip)?Memcpy\s*(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|Ato
 COPY_KINDS = frozenset({"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD", "AtoH", "HtoA"})
 
 
-def _skip(_: Any) -> None:
-    pass
+def _devices(args: list[Any], rows: list[Any]) -> list[Any]:
+    """``args.device`` of each device row, else its ``pid``."""
+    dev = field(args, "device")
+    if dev.count(None):
+        dev = [d if d is not None else e.pid for d, e in zip(dev, rows, strict=True)]
+    return dev
 
+
+_TIME = {"ts": attrgetter("ts"), "dur": attrgetter("dur")}
+_META, _OTHER, _X = 1, 2, 3
+"""Codes of the events :meth:`Rows.add` keeps: metadata, counters/instants, activities."""
+_CODE_OF_CLASS: dict[type, int] = {MEvent: _META, CEvent: _OTHER, **dict.fromkeys(I_TYPES, _OTHER)}
 
 _MEMCPY = GPU_KINDS.index("memcpy")
+_SYNC = GPU_KINDS.index("sync")
 
 Part = dict[str, Any]
 """One chunk's columns of one table (numpy arrays, or lists for object columns)."""
@@ -120,8 +139,20 @@ class Rows:
         self.chunks = 0
         """Chunks added."""
         self.compact: dict[bytes, str | None] = {b"": None}
+        self.activity_cat: dict[Any, bool] = {}
         self.copy_kind_of_name: dict[int, str | None] = {}
         self.n_acts = 0
+        """Activity rows kept."""
+        self.n_candidates = 0
+        """Activity events (``ph == "X"``, a string ``cat`` other than ``Trace``), kept or
+        rejected."""
+        self.n_samples = 0
+        """Counter samples, kept or rejected."""
+        self.rejected = Rejections()
+        self.event_counts: dict[int, int] = {}
+        """Events (of every phase) in each chunk this reader decoded, by chunk index: each
+        row's ``event_index`` is its position in its chunk until :meth:`parts` adds the events
+        of the chunks before it."""
         self.top: KinetoFile | None = None
         """The file's top-level keys (from the last chunk, once added)."""
 
@@ -131,37 +162,46 @@ class Rows:
         """Add the rows of chunk number *index* (activity rows, counters, metadata)."""
         self.index = index
         self.chunks += 1
-        xs: list[XEvent] = []
-        metas: list[MEvent] = []
-        others: list[Any] = []
-        put: dict[type, Callable[[Any], None]] = {
-            chunk.xcls: xs.append,
-            MEvent: metas.append,
-            CEvent: others.append,
-        }
-        put.update(dict.fromkeys(I_TYPES, others.append))
-        skip = _skip
-        for e in chunk.events:  # one pass (three list comprehensions cost three times more)
-            put.get(e.__class__, skip)(e)
+        self.event_counts[index] = len(chunk.events)
+        events = chunk.events
+        # each event's class as a code, in one C-level pass (no Python frame per event)
+        code_of = {**_CODE_OF_CLASS, chunk.xcls: _X}
+        codes = np.fromiter(map(code_of.get, map(type, events), repeat(0)), np.uint8, len(events))
+        metas = pick(events, np.flatnonzero(codes == _META))
         if metas:
             self._add_metas(metas)
-        others = [e for e in others if e.ts is not None]
+        others = pick(events, np.flatnonzero(codes == _OTHER))
         if others:
             self._add_counters(others, chunk)
-        # activity rows (HTA): ph "X" with dur and cat, cat != "Trace"
-        acts = [
-            e
-            for e in xs
-            if e.dur is not None
-            and e.ts is not None
-            and e.cat.__class__ is str
-            and e.cat != "Trace"
-        ]
-        if acts:
-            self.n_acts += len(acts)
-            self._add_activities(acts, chunk)
+        # activity rows (HTA): ph "X" with a string cat, cat != "Trace" (and a usable ts and
+        # dur: :meth:`_add_activities` rejects the others); and their positions
+        xat = np.flatnonzero(codes == _X)
+        xs = pick(events, xat)
+        cats = field(xs, "cat")
+        is_act = self._activity_cats(cats)
+        if not is_act.all():
+            keep = np.flatnonzero(is_act)
+            xat, xs, cats = xat[keep], pick(xs, keep), pick(cats, keep)
+        if xs:
+            self.n_candidates += len(xs)
+            self._add_activities(xs, xat, cats, chunk)
         if chunk.top is not None:
             self.top = chunk.top
+
+    def _activity_cats(self, cats: list[Any]) -> np.ndarray:
+        """Per ``X`` event category: whether it makes an activity row (a string other than
+        ``Trace``), memoised per distinct value (JSON values equal across types are numbers)."""
+        memo = self.activity_cat
+        try:
+            flags = np.fromiter(map(memo.get, cats, repeat(2)), np.uint8, len(cats))
+        except TypeError:  # an unhashable category (a list...): one by one
+            return np.array([c.__class__ is str and c != "Trace" for c in cats], dtype=bool)
+        new = np.flatnonzero(flags == 2).tolist()
+        if new:
+            for i in new:
+                c = cats[i]
+                flags[i] = memo.setdefault(c, c.__class__ is str and c != "Trace")
+        return flags.astype(bool)
 
     def _add_metas(self, metas: list[MEvent]) -> None:
         """Last event per (name, pid, tid) of the kept names (:data:`META_NAMES`), keys in order
@@ -179,14 +219,17 @@ class Rows:
         if last:
             self.metas.append((self.index, last))
 
-    def _ns(self, rows: list[Any], field: str, chunk: Chunk, *, acts: bool = False) -> np.ndarray:
-        """Exact ns of *rows*' ``ts``/``dur`` (*acts*: the chunk's activity rows); re-read as
-        decimals when floats are too large."""
-        values = [e.ts for e in rows] if field == "ts" else [e.dur for e in rows]
+    def _ns(
+        self, rows: list[Any], field: str, chunk: Chunk, *, acts: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact ns of *rows*' ``ts``/``dur`` (*acts*: the chunk's activity rows), re-read as
+        decimals when floats are too large; and why each is unusable (0: usable)."""
+        values = list(map(_TIME[field], rows))
+        negative = NEGATIVE_DUR if field == "dur" else OUT_OF_RANGE
         try:
-            return us_to_ns(values, self.path, field)
+            return us_to_ns(values, negative)
         except InexactTimes:
-            return decimal_us_to_ns(chunk.exact_values(rows, field, acts=acts))
+            return decimal_us_to_ns(chunk.exact_values(rows, field, acts=acts), negative)
 
     @staticmethod
     def _ids(table: dict[str, int], values: list[Any]) -> np.ndarray:
@@ -215,28 +258,52 @@ class Rows:
                 "sync": np.array([c == "cuda_sync" for c in cats], dtype=bool),
                 "gpu_user": np.array([c == "gpu_user_annotation" for c in cats], dtype=bool),
                 "python": np.array([c == "python_function" for c in cats], dtype=bool),
+                "launch": np.array([c in LAUNCH_CATS for c in cats], dtype=bool),
                 "kind": np.array(
                     [GPU_KINDS.index(GPU_KIND_BY_CAT.get(c, "other")) for c in cats], np.int64
                 ),
             }
         return self._flags
 
-    def _add_activities(self, acts: list[XEvent], chunk: Chunk) -> None:
-        """Split the chunk's activity rows into ``gpu``, ``host`` and ``gpu_user`` rows."""
-        start = self._ns(acts, "ts", chunk, acts=True)
-        end = start + self._ns(acts, "dur", chunk, acts=True)
-        args = [e.args for e in acts]
-        cat = self._ids(self.cats, [e.cat for e in acts])
+    def _add_activities(
+        self, acts: list[XEvent], at: np.ndarray, cats: list[str], chunk: Chunk
+    ) -> None:
+        """Split the chunk's activity rows (*at*: their positions in the chunk) into ``gpu``,
+        ``host`` and ``gpu_user`` rows, after rejecting those whose ``ts``/``dur`` are not
+        usable times or whose name is not a string (counted in :attr:`rejected`)."""
+        start, bad = self._ns(acts, "ts", chunk, acts=True)
+        dur, bad_dur = self._ns(acts, "dur", chunk, acts=True)
+        end = start + dur
+        bad = np.where(bad > 0, bad, np.where(end > TIME_LIMIT_NS, OUT_OF_RANGE, bad_dur))
+        names = field(acts, "name")
+        if set(map(type, names)) != {str}:
+            not_text = np.array([n.__class__ is not str for n in names], dtype=bool)
+            bad = np.where((bad == OK) & not_text, NAME_NOT_TEXT, bad)
+        if bad.any():
+            self.rejected.add("activity events", bad.astype(np.uint8))
+            keep = np.flatnonzero(bad == OK)
+            if not len(keep):
+                return
+            acts, at, names = pick(acts, keep), at[keep], pick(names, keep)
+            cats = pick(cats, keep)
+            start, end = start[keep], end[keep]
+        self.n_acts += len(acts)
+        args = field(acts, "args")
+        cat = self._ids(self.cats, cats)
         flags = self._cat_flags()
-        stream = ints([a.stream for a in args])
+        stream = ints(field(args, "stream"))
         is_gpu = ((stream != -1) & ~flags["host"][cat]) | flags["sync"][cat]
         is_gpu_user = flags["gpu_user"][cat] & ~is_gpu
         is_host = ~is_gpu & ~is_gpu_user
         if not self.include_python:
             is_host &= ~flags["python"][cat]
-        name = self._ids(self.names, [e.name for e in acts])
+        name = self._ids(self.names, names)
         comms = chunk.comms_of(acts, args)
-        cols = Activities(acts, args, name, cat, start, end, stream, comms)
+        deep = [i for i, d in comms.items() if nested_deeper(d)]
+        for i in deep:  # kept whole: bounded, so that no later stage runs out of stack
+            del comms[i]
+            self.rejected.count("collective metadata", f"nested deeper than {MAX_NESTING} levels")
+        cols = Activities(acts, args, name, cat, start, end, stream, comms, at)
         if is_gpu.any():
             self.gpu.append((self.index, self._gpu_part(cols, np.flatnonzero(is_gpu))))
         if is_host.any():
@@ -248,16 +315,15 @@ class Rows:
         rows, a = cols.rows(idx)
         name = cols.name[idx]
         kind = self._cat_flags()["kind"][cols.cat[idx]] if len(idx) else np.zeros(0, np.int64)
-        grid = triples([g.grid for g in a])
-        block = triples([g.block for g in a])
+        is_sync = kind == _SYNC
+        grid = triples(field(a, "grid"))
+        block = triples(field(a, "block"))
         return {
             "name": name,
             "kind": kind,
             "start_ns": cols.start[idx],
             "end_ns": cols.end[idx],
-            "device": ints(
-                [g.device if g.device is not None else e.pid for g, e in zip(a, rows, strict=True)]
-            ),
+            "device": counts(_devices(a, rows)),
             "stream": cols.stream[idx],
             "correlation": cols.correlation[idx],
             "external_id": cols.external_id[idx],
@@ -267,14 +333,17 @@ class Rows:
             "block_x": block[0],
             "block_y": block[1],
             "block_z": block[2],
-            "registers_per_thread": ints([g.registers for g in a]),
-            "shared_mem_bytes": ints([g.shared_memory for g in a]),
-            "bytes": ints([g.bytes for g in a]),
+            "registers_per_thread": counts(field(a, "registers")),
+            "shared_mem_bytes": counts(field(a, "shared_memory")),
+            "bytes": counts(field(a, "bytes")),
             "copy_kind": self._copy_kinds(name, kind, a),
-            "est_achieved_occupancy": floats([g.occupancy for g in a]),
-            "blocks_per_sm": floats([g.blocks_per_sm for g in a]),
-            "warps_per_sm": floats([g.warps_per_sm for g in a]),
+            "est_achieved_occupancy": floats(field(a, "occupancy"), high=100.0),
+            "blocks_per_sm": floats(field(a, "blocks_per_sm")),
+            "warps_per_sm": floats(field(a, "warps_per_sm")),
             "comm_args": cols.comm(idx),
+            "wait_on_stream": np.where(is_sync, ints(field(a, "wait_on_stream")), -1),
+            "wait_on_event_correlation": np.where(is_sync, ints(field(a, "wait_on_event")), -1),
+            "event_index": cols.position[idx],
         }
 
     def _copy_kinds(self, name: np.ndarray, kind: np.ndarray, a: list[Any]) -> list[str | None]:
@@ -298,6 +367,13 @@ class Rows:
 
     def _host_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         a = cols.args_at(idx)
+        launches = np.flatnonzero(self._cat_flags()["launch"][cols.cat[idx]]).tolist()
+        kernels = [a[i].kernel for i in launches]
+        launch_kernel = np.full(len(idx), -1, dtype=np.int64)
+        if any(k.__class__ is str for k in kernels):
+            ids = self._ids(self.names, [k if k.__class__ is str else "" for k in kernels])
+            is_name = np.array([k.__class__ is str for k in kernels], dtype=bool)
+            launch_kernel[np.array(launches, dtype=np.int64)[is_name]] = ids[is_name]
         return {
             "name": cols.name[idx],
             "cat": cols.cat[idx],
@@ -307,11 +383,13 @@ class Rows:
             "tid": cols.tid[idx],
             "correlation": cols.correlation[idx],
             "external_id": cols.external_id[idx],
-            "input_dims": self._compact([x.input_dims for x in a]),
-            "input_types": self._compact([x.input_types for x in a]),
-            "concrete_inputs": self._compact([x.concrete_inputs for x in a]),
-            "input_strides": self._compact([x.input_strides for x in a]),
+            "input_dims": self._compact(field(a, "input_dims")),
+            "input_types": self._compact(field(a, "input_types")),
+            "concrete_inputs": self._compact(field(a, "concrete_inputs")),
+            "input_strides": self._compact(field(a, "input_strides")),
             "comm_args": cols.comm(idx),
+            "launch_kernel": launch_kernel,
+            "event_index": cols.position[idx],
         }
 
     def _compact(self, raws: list[msgspec.Raw]) -> list[str | None]:
@@ -327,8 +405,18 @@ class Rows:
         for table, (names, at, values, devices) in zip(
             (self.counters, self.memory), counter_rows(others), strict=True
         ):
-            if names:
-                table.append((self.index, (names, self._ns(at, "ts", chunk), values, devices)))
+            if not names:
+                continue
+            self.n_samples += len(names)
+            ts, bad = self._ns(at, "ts", chunk)
+            if bad.any():
+                self.rejected.add("counter samples", bad)
+                keep = np.flatnonzero(bad == OK)
+                if not len(keep):
+                    continue
+                names, values, devices = pick(names, keep), pick(values, keep), pick(devices, keep)
+                ts = ts[keep]
+            table.append((self.index, (names, ts, values, devices)))
 
     # -- at the end: the rows in the file's order, and two readers' rows together
 
@@ -340,14 +428,25 @@ class Rows:
         """
         counters = _ordered(self.counters) + _ordered(self.memory)
         if not self.n_acts and not counters:
+            if self.rejected.counts:
+                raise InputError(f"no usable events: {self._rejected_text()}", path=self.path)
             raise InputError(
                 "trace holds no events (no activity or counter events)", path=self.path
             )
         assert self.top is not None  # the last chunk was added
+        notes = self._notes()
+        if self.top.distributedInfo is not None and nested_deeper(self.top.distributedInfo):
+            notes.append(f"distributedInfo nested deeper than {MAX_NESTING} levels: ignored")
+            self.top.distributedInfo = None
         last: dict[Any, MEvent] = {}
         for chunk_metas in _ordered(self.metas):
             last.update(chunk_metas)
-        empty = Activities([], [], EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, EMPTY_INTS, {})
+        e = EMPTY_INTS
+        empty = Activities([], [], e, e, e, e, e, {}, e)
+        before = self._events_before()
+        for table in (self.gpu, self.host):
+            for index, part in table:
+                part["event_index"] = part["event_index"] + before[index]
         return RowParts(
             path=self.path,
             top=self.top,
@@ -359,7 +458,42 @@ class Rows:
             counters=counters,
             processes=_process_thread_names(list(last.values()), self.path),
             chunks=self.chunks,
+            notes=notes,
         )
+
+    def _notes(self) -> list[str]:
+        """One note per kind of rejected row (docs/reliability.md)."""
+        r = self.rejected
+        notes = [
+            r.note("activity events", self.n_candidates),
+            r.note("counter samples", self.n_samples),
+        ]
+        k = r.total("collective metadata")
+        if k:
+            why = r.reasons("collective metadata")
+            notes.append(f"dropped the collective metadata of {k} events ({why})")
+        return [n for n in notes if n]
+
+    def _rejected_text(self) -> str:
+        """``all 3 activity events were rejected (...)`` for the file's every kind of row."""
+        parts = []
+        for what, n in (
+            ("activity events", self.n_candidates),
+            ("counter samples", self.n_samples),
+        ):
+            if self.rejected.total(what):
+                parts.append(f"all {n} {what} were rejected ({self.rejected.reasons(what)})")
+        return "; ".join(parts)
+
+    def _events_before(self) -> dict[int, int]:
+        """Per chunk index, the events of the chunks before it (every chunk's count is known
+        once the rows of every reader of the file are merged)."""
+        before: dict[int, int] = {}
+        total = 0
+        for index in range(max(self.event_counts, default=-1) + 1):
+            before[index] = total
+            total += self.event_counts[index]  # KeyError: a chunk no reader decoded (a bug)
+        return before
 
     def state(self) -> dict[str, Any]:
         """What :meth:`merge` needs of these rows (plain values: picklable)."""
@@ -377,6 +511,10 @@ class Rows:
             "memory": self.memory,
             "metas": metas,
             "n_acts": self.n_acts,
+            "n_candidates": self.n_candidates,
+            "n_samples": self.n_samples,
+            "rejected": self.rejected.counts,
+            "event_counts": self.event_counts,
             "top": self.top,
         }
 
@@ -388,7 +526,9 @@ class Rows:
         for index, part in state["gpu"]:
             self.gpu.append((index, {**part, "name": names[part["name"]]}))
         for index, part in state["host"]:
+            kernel = part["launch_kernel"]
             host = {**part, "name": names[part["name"]], "cat": cats[part["cat"]]}
+            host["launch_kernel"] = np.where(kernel >= 0, names[np.maximum(kernel, 0)], -1)
             self.host.append((index, host))
         for index, part in state["gpu_user"]:
             self.gpu_user.append((index, {**part, "name": names[part["name"]]}))
@@ -401,6 +541,10 @@ class Rows:
             }
             self.metas.append((index, last))
         self.n_acts += state["n_acts"]
+        self.n_candidates += state["n_candidates"]
+        self.n_samples += state["n_samples"]
+        self.rejected.merge(state["rejected"])
+        self.event_counts.update(state["event_counts"])
         if self.top is None:
             self.top = state["top"]
 
@@ -452,6 +596,8 @@ class RowParts:
     """:func:`_process_thread_names`."""
     chunks: int
     """Chunks this process decoded."""
+    notes: list[str]
+    """What was rejected (:meth:`Rows._notes`)."""
 
 
 def read_rows(path: Path, include_python: bool) -> RowParts:

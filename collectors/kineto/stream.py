@@ -228,11 +228,7 @@ class Chunk:
         acts = [
             e
             for e in self._exact_times()
-            if e.ph == "X"
-            and e.dur is not None
-            and e.ts is not None
-            and e.cat.__class__ is str
-            and e.cat != "Trace"
+            if e.ph == "X" and e.cat.__class__ is str and e.cat != "Trace"
         ]
         return [e.ts for e in acts], [e.dur for e in acts]
 
@@ -392,11 +388,7 @@ def normalize(events: list[Event], path: Path) -> tuple[list[Any], dict[int, dic
     acts = [
         i
         for i, e in enumerate(events)
-        if e.ph == "X"
-        and e.dur is not None
-        and e.ts is not None
-        and e.cat.__class__ is str
-        and e.cat != "Trace"
+        if e.ph == "X" and e.cat.__class__ is str and e.cat != "Trace"
     ]
     rows = [events[i] for i in acts]
     args, joined, offsets = decode_args_joined(rows, XArgs, path)
@@ -408,10 +400,10 @@ def normalize(events: list[Event], path: Path) -> tuple[list[Any], dict[int, dic
     for i, e in enumerate(events):
         if e.ph == "M" and e.name in META_NAMES:
             out[i] = MEvent(name=e.name, pid=e.pid, tid=e.tid, args=e.args)  # decoded later
-        elif e.ph == "C" and e.ts is not None:
+        elif e.ph == "C":
             value = msgspec.json.decode(e.args) if e.args else None
             out[i] = CEvent(name=e.name, ts=e.ts, args=value)
-        elif e.ph in ("i", "I") and e.ts is not None and e.name == "[memory]":
+        elif e.ph in ("i", "I") and e.name == "[memory]":
             mem.append(i)
     for i, m in zip(mem, decode_args([events[i] for i in mem], MemoryArgs, path), strict=True):
         out[i] = IEvent(name=events[i].name, ts=events[i].ts, args=m)

@@ -20,6 +20,7 @@ and the metadata (rank, devices, process names) is read from the file's top-leve
 from __future__ import annotations
 
 import re
+import sys
 from itertools import chain
 from typing import Any
 
@@ -30,6 +31,8 @@ from collectors.kineto.rows import RowParts
 from collectors.model import GPU_KINDS, DeviceInfo, Trace, TraceMeta, make_trace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)")
+MAX_STEP_DIGITS = 18
+"""A ``ProfilerStep#N`` with more digits is not a step (N would not fit int64): noted."""
 
 RANK_NAME_RES = (
     re.compile(r"(?:^|[^A-Za-z])rank[-_]?(\d+)", re.IGNORECASE),
@@ -73,31 +76,70 @@ def build_trace(parts: RowParts, rank: int | None) -> Trace:
     parts.host.clear()
     host["name"] = _categorical(host["name"], names)
     host["cat"] = _categorical(host["cat"], cats)
+    host["launch_kernel"] = _categorical(host["launch_kernel"], names, missing=True)
     _mark_collectives(host)
     gpu_user = _concat(parts.gpu_user)
     gpu_user["name"] = names[gpu_user["name"]].tolist()
-    annotations = _annotation_columns(host, gpu_user)
-    meta = _meta(parts, rank)
-    return make_trace(meta, gpu=gpu, host=host, annotations=annotations, counters=counters)
+    notes = list(parts.notes)
+    annotations = _annotation_columns(host, gpu_user, notes)
+    meta = _meta(parts, rank, notes)
+    return make_trace(
+        meta, gpu=gpu, host=host, annotations=annotations, counters=counters, owned=True
+    )
 
 
 _EMPTY_INTS = np.zeros(0, dtype=np.int64)
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One table's columns from its chunks' (numpy arrays or lists)."""
+    """One table's columns from its chunks' (numpy arrays or lists), which it consumes column
+    by column (each column's pieces are freed once it is whole: the table is never held
+    twice)."""
     out: dict[str, Any] = {}
-    for key, first in parts[0].items():
+    for key, first in list(parts[0].items()):
+        pieces = [p.pop(key) for p in parts]
         if isinstance(first, np.ndarray):
-            out[key] = np.concatenate([p[key] for p in parts]) if len(parts) > 1 else first
+            out[key] = np.concatenate(pieces) if len(pieces) > 1 else first
         else:
-            out[key] = list(chain.from_iterable(p[key] for p in parts))
+            out[key] = list(chain.from_iterable(pieces))
+        del first, pieces
+        release_freed_memory()
     return out
 
 
-def _categorical(ids: np.ndarray, strings: np.ndarray) -> pd.Categorical:
-    """Categorical of ``strings[ids]``, categories in order of first appearance (interned)."""
+_TRIM: list[Any] = []
+"""glibc's ``malloc_trim`` once looked up (``[None]`` where there is none)."""
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc ``malloc_trim``; elsewhere a no-op).
+
+    The rows stage holds each table in many chunk-sized arrays, small enough to live in the
+    heap, while a whole column is one large allocation of its own: without this, the pages of
+    the freed pieces stay with the process and the model is resident about twice over."""
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            import ctypes  # only the last stage of the reader needs it
+
+            try:
+                trim = ctypes.CDLL(None).malloc_trim
+                trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):  # not glibc (musl...)
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
+
+
+def _categorical(ids: np.ndarray, strings: np.ndarray, *, missing: bool = False) -> pd.Categorical:
+    """Categorical of ``strings[ids]``, categories in order of first appearance (interned);
+    with *missing*, an id of -1 is a missing value."""
     codes, uniques = pd.factorize(ids)
+    if missing and (uniques < 0).any():
+        gone = int(np.flatnonzero(uniques < 0)[0])
+        codes = np.where(codes == gone, -1, codes - (codes > gone))
+        uniques = np.delete(uniques, gone)
     return pd.Categorical.from_codes(
         codes, categories=pd.Index(strings[uniques], dtype=object).astype(str)
     )
@@ -116,13 +158,25 @@ def _mark_collectives(host: dict[str, Any]) -> None:
             comm[i] = {}
 
 
-def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[str, Any]:
+def _step_number(name: str, huge: list[str]) -> int:
+    """N of ``ProfilerStep#N``, else -1; an N beyond :data:`MAX_STEP_DIGITS` is -1 and *name*
+    goes to *huge*."""
+    m = STEP_RE.match(name)
+    if not m:
+        return -1
+    if len(m.group(1)) > MAX_STEP_DIGITS:
+        huge.append(name)
+        return -1
+    return int(m.group(1))
+
+
+def _annotation_columns(
+    host: dict[str, Any], gpu_user: dict[str, Any], notes: list[str]
+) -> dict[str, Any]:
     """Step (``ProfilerStep#N``), user (``user_annotation``) and ``gpu_user`` annotations."""
     names: pd.Categorical = host["name"]
-    step_of_cat = np.array(
-        [int(m.group(1)) if (m := STEP_RE.match(c)) else -1 for c in names.categories] + [-1],
-        dtype=np.int64,
-    )
+    huge: list[str] = []
+    step_of_cat = np.array([_step_number(c, huge) for c in names.categories] + [-1], dtype=np.int64)
     host_step = step_of_cat[names.codes]
     is_step = host_step >= 0
     cats: pd.Categorical = host["cat"]
@@ -131,7 +185,12 @@ def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[
     pick = np.flatnonzero(is_step | is_user)
 
     gu_names: list[str] = gpu_user["name"]
-    gu_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in gu_names]
+    gu_step = [_step_number(n, huge) for n in gu_names]
+    if huge:
+        notes.append(
+            f"{len(huge)} ProfilerStep names with a step number beyond {MAX_STEP_DIGITS} digits "
+            "are not steps"
+        )
     kind = np.where(is_step[pick], "step", "user").tolist() + ["gpu_user"] * len(gu_names)
     return {
         "name": np.asarray(names.categories, dtype=object)[names.codes[pick]].tolist() + gu_names,
@@ -149,10 +208,12 @@ def _annotation_columns(host: dict[str, Any], gpu_user: dict[str, Any]) -> dict[
 # metadata
 
 
-def _meta(parts: RowParts, rank: int | None) -> TraceMeta:
+def _meta(parts: RowParts, rank: int | None, notes: list[str]) -> TraceMeta:
     doc, path = parts.top, parts.path
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
-    info_rank = _as_int(info.get("rank")) if info else None
+    info_rank = _as_count(info.get("rank"), MAX_RANK) if info else None
+    if info and info.get("rank") is not None and info_rank is None:
+        notes.append(f"distributedInfo.rank {_short(info.get('rank'))} is not a rank: ignored")
     name_rank = rank_from_filename(path.name)
     if rank is not None:
         the_rank, source = int(rank), "argument"
@@ -179,6 +240,8 @@ def _meta(parts: RowParts, rank: int | None) -> TraceMeta:
         if value is not None:
             extra[key] = value
     extra.update(parts.processes)
+    if notes:
+        extra["notes"] = notes
 
     base = doc.baseTimeNanoseconds
     return TraceMeta(
@@ -186,21 +249,37 @@ def _meta(parts: RowParts, rank: int | None) -> TraceMeta:
         source_format="kineto",
         source_path=str(path),
         source_version=None if doc.schemaVersion is None else str(doc.schemaVersion),
-        world_size=_as_int(info.get("world_size")) if info else None,
+        world_size=_world_size(info),
         rank_source=source,
         hostname=doc.host_name if isinstance(doc.host_name, str) else None,
-        base_time_ns=base if base.__class__ is int else None,
+        base_time_ns=base if base.__class__ is int and 0 <= base < 2**63 else None,
         devices=_devices(doc.deviceProperties, set(parts.cats)),
         extra=extra,
     )
 
 
-def _as_int(v: Any) -> int | None:
+MAX_RANK = 2**31 - 1
+"""Ranks, world sizes and device ids above this are not believed (ignored)."""
+
+
+def _as_count(v: Any, high: int) -> int | None:
+    """*v* (an integer, or its decimal text) when it lies in [0, *high*], else None."""
     if v.__class__ is int:
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
+        return v if 0 <= v <= high else None
+    if isinstance(v, str) and v.strip().isdigit() and len(v.strip()) <= 19:
+        x = int(v)
+        return x if x <= high else None
     return None
+
+
+def _world_size(info: dict[str, Any] | None) -> int | None:
+    n = _as_count(info.get("world_size"), MAX_RANK + 1) if info else None
+    return n if n else None
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _DEVICE_FIELDS = {
@@ -245,10 +324,14 @@ def _devices(props: Any, cats: set[str]) -> list[DeviceInfo]:
         return []
     out = []
     for p in props:
-        dev_id = _as_int(p.get("id")) if isinstance(p, dict) else None
+        dev_id = _as_count(p.get("id"), MAX_RANK) if isinstance(p, dict) else None
         if dev_id is None:
             continue
         name = p.get("name") if isinstance(p.get("name"), str) else None
-        fields = {f: p[k] for k, f in _DEVICE_FIELDS.items() if k in p and p[k].__class__ is int}
+        fields = {
+            f: p[k]
+            for k, f in _DEVICE_FIELDS.items()
+            if k in p and p[k].__class__ is int and (k != "computeMinor") <= p[k] < 2**63
+        }
         out.append(DeviceInfo(id=dev_id, name=name, vendor=_vendor(name, cats), **fields))
     return out

@@ -34,6 +34,16 @@ def read_counters(db: NsysDb) -> pd.DataFrame:
             "op": "memoryOperationType",
         },
     )
+    cols = db.valid_times(
+        MEMORY_USAGE,
+        cols,
+        start="ts_ns",
+        end=None,
+        more={
+            "bytes NULL, negative or not an integer": cols["bytes"] < 0,
+            "memoryOperationType not 0 (allocation) or 1 (free)": ~np.isin(cols["op"], (0, 1)),
+        },
+    )
     if not len(cols["ts_ns"]):
         return pd.DataFrame()
     df = pd.DataFrame(cols)

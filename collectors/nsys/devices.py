@@ -53,8 +53,13 @@ _MPI_RANK_THREAD = re.compile(r"^MPI Rank (\d+)$")
 _ENV_ENTRY = re.compile(r'^([A-Za-z_][A-Za-z0-9_]*)="?(.*?)"?$', re.S)
 
 
-def _int(v: Any) -> int | None:
-    return None if v is None else int(v)
+MAX_ID = 2**31 - 1
+"""Device ids, ranks and world sizes above this are not believed (unknown)."""
+
+
+def _int(v: Any, low: int = 1) -> int | None:
+    """An integer cell in [*low*, 2**63) (sizes and counts: ≥ 1), else None (unknown)."""
+    return v if v.__class__ is int and low <= v < 2**63 else None
 
 
 def devices(db: NsysDb) -> dict[int, DeviceInfo]:
@@ -88,18 +93,18 @@ def devices(db: NsysDb) -> dict[int, DeviceInfo]:
     out: dict[int, DeviceInfo] = {}
     for row in db.rows(f"SELECT {', '.join(cols)} FROM {table} ORDER BY id"):
         r = dict(zip(cols, row, strict=False))
-        dev_id = _int(r.get("id"))
-        if dev_id is None or dev_id in out:
+        dev_id = _int(r.get("id"), 0)
+        if dev_id is None or dev_id > MAX_ID or dev_id in out:
             continue
         warps, warp = _int(r.get("maxWarpsPerSm")), _int(r.get("threadsPerWarp"))
         clock = _int(r.get("clockRate"))
-        bandwidth = r.get("memoryBandwidth")
+        bandwidth = _int(r.get("memoryBandwidth"))
         out[dev_id] = DeviceInfo(
             id=dev_id,
-            name=r.get("name"),
+            name=r.get("name") if isinstance(r.get("name"), str) else None,
             vendor="NVIDIA",
             compute_major=_int(r.get("computeMajor")),
-            compute_minor=_int(r.get("computeMinor")),
+            compute_minor=_int(r.get("computeMinor"), 0),
             sm_count=_int(r.get("smCount")),
             total_memory_bytes=_int(r.get("totalMemory")),
             memory_bandwidth_bytes_per_s=None if bandwidth is None else float(bandwidth),
@@ -125,7 +130,7 @@ def session_start_utc_ns(db: NsysDb) -> int | None:
     if not db.has(table) or "utcEpochNs" not in db.columns(table):
         return None
     rows = db.rows(f"SELECT utcEpochNs FROM {table} LIMIT 1")
-    return _int(rows[0][0]) if rows else None
+    return _int(rows[0][0], 0) if rows else None
 
 
 def process_names(db: NsysDb) -> dict[int, tuple[int, str | None]]:
@@ -135,8 +140,8 @@ def process_names(db: NsysDb) -> dict[int, tuple[int, str | None]]:
     name = "name" if "name" in db.columns("PROCESSES") else "NULL"
     out: dict[int, tuple[int, str | None]] = {}
     for gpid, pid, pname in db.rows(f"SELECT globalPid, pid, {name} FROM PROCESSES"):
-        if gpid is not None and pid is not None:
-            out.setdefault(int(gpid), (int(pid), pname))
+        if gpid.__class__ is int and pid.__class__ is int:
+            out.setdefault(gpid, (pid, pname if isinstance(pname, str) else None))
     return out
 
 
@@ -175,7 +180,7 @@ def mpi_rank_threads(threads: dict[int, dict[int, str]]) -> dict[int, int]:
     for gpid, names in threads.items():
         for name in names.values():
             m = _MPI_RANK_THREAD.match(name)
-            if m:
+            if m and int(m.group(1)) <= MAX_ID:
                 out[gpid] = int(m.group(1))
                 break
     return out
@@ -187,7 +192,7 @@ def env_rank(env: dict[str, str]) -> tuple[int | None, int | None]:
     def first(names: tuple[str, ...]) -> int | None:
         for n in names:
             v = env.get(n, "").strip()
-            if v.isdigit():
+            if v.isdigit() and int(v) <= MAX_ID:
                 return int(v)
         return None
 

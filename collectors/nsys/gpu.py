@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.nsys.schema import NsysDb
-from collectors.nsys.strings import categorical, concat_categoricals, lookup
+from collectors.nsys.strings import MISSING, categorical, concat_categoricals, lookup
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -85,6 +85,21 @@ SYNC_NAMES = {
 records, so HTA's name rules (``.*Sync`` is not compute, ``Event Sync`` / ``Context Sync`` count
 in the window filter) treat nsys and Kineto rows alike.  Unlisted codes → ``Unknown Sync``."""
 
+NO_DEVICE = "deviceId NULL, negative or not an integer"
+COUNT_COLUMNS = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "static_smem_bytes",
+    "dynamic_smem_bytes",
+    "bytes",
+)
+"""Sizes and counts: a negative value (or a cell that is not an integer) is unknown, -1."""
+
 NO_STREAM = 0xFFFFFFFF
 """CUPTI's invalid-id value (a context sync has no stream) → the model's ``-1``."""
 
@@ -102,6 +117,16 @@ Columns = dict[str, Any]
 """One table's rows as column arrays (int64 numpy arrays and pandas Categoricals)."""
 
 CATEGORICAL = ("name", "kind", "copy_kind", "_short")
+
+
+def _checked(db: NsysDb, table: str, cols: Columns) -> Columns:
+    """*cols* without the rows whose times or device are unusable (counted by *db*), and with
+    negative sizes and counts unknown (-1)."""
+    cols = db.valid_times(table, cols, more={NO_DEVICE: cols["device"] < 0})
+    for c in COUNT_COLUMNS:
+        if c in cols:
+            cols[c] = np.where(cols[c] < 0, -1, cols[c])
+    return cols
 
 
 def _rows(cols: Columns, kind: str, name: pd.Categorical[Any]) -> Columns:
@@ -137,12 +162,17 @@ def read_kernels(db: NsysDb) -> Columns:
             "dynamic_smem_bytes": "dynamicSharedMemory",
         },
     )
+    cols = _checked(db, KERNEL, cols)
     name_ids = cols.pop("_demangled")
     short_ids = cols.pop("_short_id")
     strings = lookup(db, np.concatenate([name_ids, short_ids]))
     # the demangled name; the short name where the demangled string is missing
     known = np.fromiter(strings, dtype=np.int64, count=len(strings))
-    best = np.where(np.isin(name_ids, known), name_ids, short_ids)
+    best = np.where(np.isin(name_ids, known) | ~np.isin(short_ids, known), name_ids, short_ids)
+    gone = np.unique(best[~np.isin(best, known)])
+    if gone.size:  # neither string exists: the kernel is named by its demangledName id
+        strings = {**strings, **{int(i): MISSING.format(int(i)) for i in gone}}
+        db.missing_strings["kernel names"] = len(gone)
     static = cols["static_smem_bytes"]
     dynamic = cols["dynamic_smem_bytes"]
     cols["shared_mem_bytes"] = np.where((static >= 0) & (dynamic >= 0), static + dynamic, -1)
@@ -157,6 +187,7 @@ def read_memcpy(db: NsysDb) -> Columns:
         return {}
     db.require(MEMCPY, (*COMMON, "bytes", "copyKind"))
     cols = db.int_columns(MEMCPY, {**_COMMON_MAP, "bytes": "bytes", "_kind": "copyKind"})
+    cols = _checked(db, MEMCPY, cols)
     kinds = cols.pop("_kind")
     labels = db.enum_labels("ENUM_CUDA_MEMCPY_OPER", MEMCPY_KIND_LABELS)
     present = {int(k) for k in np.unique(kinds)}
@@ -173,6 +204,7 @@ def read_memset(db: NsysDb) -> Columns:
         return {}
     db.require(MEMSET, (*COMMON, "bytes"))
     cols = db.int_columns(MEMSET, {**_COMMON_MAP, "bytes": "bytes"})
+    cols = _checked(db, MEMSET, cols)
     n = len(cols["start_ns"])
     name = pd.Categorical.from_codes(
         np.zeros(n, dtype=np.int8), categories=pd.Index(["[CUDA memset]"])
@@ -186,6 +218,7 @@ def read_sync(db: NsysDb) -> Columns:
         return {}
     db.require(SYNC, ("start", "end", "deviceId", "streamId"))
     cols = db.int_columns(SYNC, {**_COMMON_MAP, "_type": "syncType"})
+    cols = _checked(db, SYNC, cols)
     types = cols.pop("_type")
     names = {int(t): SYNC_NAMES.get(int(t), SYNC_NAMES[0]) for t in np.unique(types)}
     return _rows(cols, "sync", categorical(db, types, transform=names))

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collectors.limits import nested_deeper
 from collectors.nsys.schema import NsysDb
-from collectors.nsys.strings import categorical, lookup
+from collectors.nsys.strings import MISSING, categorical, lookup
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
@@ -73,6 +74,18 @@ def split_tid(global_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return gpid, pid, tid
 
 
+def _ints(values: list[Any], none: int = -1) -> np.ndarray:
+    """int64 array of cells read with :meth:`NsysDb.rows`: integers kept, None → *none*,
+    anything else (text, reals, blobs) → -1."""
+    return np.array(
+        [v if v.__class__ is int else (none if v is None else -1) for v in values], dtype=np.int64
+    )
+
+
+def _as_text(v: Any) -> str:
+    return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+
+
 def read_api_calls(db: NsysDb) -> dict[str, Any]:
     """CUDA runtime and driver API calls with their correlation ids (plus ``_gpid``), as
     column arrays in table order (empty dict when the table is absent)."""
@@ -93,6 +106,7 @@ def read_api_calls(db: NsysDb) -> dict[str, Any]:
         },
         where=f"eventClass IN ({classes})" if has_class else None,
     )
+    cols = db.valid_times(RUNTIME, cols)
     gpid, pid, tid = split_tid(cols.pop("_gtid"))
     klass = cols.pop("_class")
     names = cols.pop("_name")
@@ -101,7 +115,7 @@ def read_api_calls(db: NsysDb) -> dict[str, Any]:
         "pid": pid,
         "tid": tid,
         "_gpid": gpid,
-        "name": categorical(db, names, strip_version=True),
+        "name": categorical(db, names, strip_version=True, missing="API call names"),
         "cat": categorical(db, np.where(klass < 0, 0, klass), transform=API_CLASSES),
     }
 
@@ -125,29 +139,48 @@ def read_nvtx_ranges(db: NsysDb) -> pd.DataFrame:
     rowid, start, end, etype, gtid, texts, text_ids, domains = (
         list(c) for c in zip(*rows, strict=True)
     )
-    ids = np.array([-1 if i is None else i for i in text_ids], dtype=np.int64)
+    ids = _ints(text_ids)
     strings = lookup(db, ids)
-    names = [t if t is not None else strings.get(int(i)) for t, i in zip(texts, ids, strict=False)]
-    etype_a = np.array(etype, dtype=np.int64)
-    dom_a = np.array([0 if d is None else d for d in domains], dtype=np.int64)
+    texts = [t if t is None or isinstance(t, str) else _as_text(t) for t in texts]
+    names = [
+        t
+        if t is not None
+        else (strings.get(int(i)) if i < 0 or i in strings else MISSING.format(i))
+        for t, i in zip(texts, ids.tolist(), strict=True)
+    ]
+    etype_a = _ints(etype)
+    dom_a = _ints(domains, none=0)
     domain_names = {
         int(d): n
         for d, n, e in zip(dom_a, names, etype_a, strict=True)
         if e == NVTX_DOMAIN_CREATE and n
     }
-    end_a = np.array([-1 if e is None else e for e in end], dtype=np.int64)
-    keep = np.isin(etype_a, NVTX_RANGE_TYPES) & (end_a >= 0)
-    gt = np.array([-1 if g is None else g for g in gtid], dtype=np.int64)[keep]
+    is_range = np.isin(etype_a, NVTX_RANGE_TYPES)
+    start_a = _ints(start)
+    end_a = _ints(end)
+    ended = np.array([e is not None for e in end], dtype=bool)  # an open range has no end
+    ranges = np.flatnonzero(is_range & ended)
+    checked = db.valid_times(
+        NVTX, {"start_ns": start_a[ranges], "end_ns": end_a[ranges], "i": ranges}
+    )
+    keep = np.zeros(len(rows), dtype=bool)
+    keep[checked["i"]] = True
+    missing = {
+        names[i] for i in np.flatnonzero(keep).tolist() if (names[i] or "").startswith("<missing")
+    }
+    if missing:
+        db.missing_strings["NVTX range names"] = len(missing)
+    gt = _ints(gtid)[keep]
     gpid, pid, tid = split_tid(gt)
     dom_kept = dom_a[keep]
     df = pd.DataFrame(
         {
-            "start_ns": np.array(start, dtype=np.int64)[keep],
+            "start_ns": start_a[keep],
             "end_ns": end_a[keep],
             "pid": pid,
             "tid": tid,
             "_gpid": gpid,
-            "_rowid": np.array(rowid, dtype=np.int64)[keep],
+            "_rowid": _ints(rowid)[keep],
         }
     )
     df["name"] = pd.Categorical([n for n, k in zip(names, keep, strict=False) if k])
@@ -171,9 +204,8 @@ def _payloads(db: NsysDb, rowids: np.ndarray, domains: pd.Series) -> np.ndarray:
     )
     if not rows:
         return out
-    json_ids = np.array(
-        [r[1 + cols.index("jsonTextId")] or -1 for r in rows] if "jsonTextId" in cols else [],
-        dtype=np.int64,
+    json_ids = _ints(
+        [r[1 + cols.index("jsonTextId")] for r in rows] if "jsonTextId" in cols else []
     )
     json_strings = lookup(db, json_ids) if json_ids.size else {}
     pos = {int(r): i for i, r in enumerate(rowids)}
@@ -199,11 +231,13 @@ def payload_dict(raw: dict[str, Any], json_strings: dict[int, str], *, nccl: boo
     if "uint64Value" in out and isinstance(out["uint64Value"], int):
         out["uint64Value"] &= 0xFFFFFFFFFFFFFFFF
     jid = out.pop("jsonTextId", None)
-    if jid is not None and "jsonText" not in out and int(jid) in json_strings:
-        out["jsonText"] = json_strings[int(jid)]
+    if jid.__class__ is int and "jsonText" not in out and jid in json_strings:
+        out["jsonText"] = json_strings[jid]
     if "jsonText" in out:
-        with contextlib.suppress(TypeError, ValueError):
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
             out["json"] = json.loads(out["jsonText"])
+        if "json" in out and nested_deeper(out["json"]):
+            del out["json"]  # kept whole: bounded (collectors.limits)
     if nccl and isinstance(out.get("json"), dict):
         for src, key in NCCL_PAYLOAD_KEYS.items():
             if src in out["json"]:

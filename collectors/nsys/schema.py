@@ -7,11 +7,14 @@ created lazily, columns were added over the schema versions: ``docs/nsys.md``) a
 SQLite failure into a one-line :class:`~collectors.errors.InputError` naming the file.
 
 Reads are columnar: :meth:`NsysDb.int_columns` runs one ``SELECT`` and returns one int64 numpy
-array per column (NULL → ``-1``, absent optional column → all ``-1``).  The cells come through the
-ADBC SQLite driver as Arrow batches when ``adbc-driver-sqlite`` is installed (no Python object per
-cell: about half the CPU time of the DB-API on 1M kernels, docs/performance.md), else through
-the DB-API cursor of the SQLAlchemy connection; both open the file read-only and give the same
-arrays (``tests/collectors/nsys/test_nsys_arrow_reads.py``).
+array per column (NULL → ``-1``, absent optional column → all ``-1``; a cell that is not an
+integer, which SQLite allows in any column, → ``-1`` too: the query is then run a second time
+with a per-cell type test).  :meth:`NsysDb.valid_times` rejects the rows whose times cannot be
+true and counts them per table and reason (:meth:`NsysDb.notes`, docs/reliability.md).  The
+cells come through the ADBC SQLite driver as Arrow batches when ``adbc-driver-sqlite`` is
+installed (no Python object per cell: about half the CPU time of the DB-API on 1M kernels,
+docs/performance.md), else through the DB-API cursor of the SQLAlchemy connection; both open
+the file read-only and give the same arrays (``tests/collectors/nsys/test_nsys_arrow_reads.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +34,22 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from collectors.errors import InputError
+from collectors.limits import TIME_LIMIT_NS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 """Export metadata: ``META_DATA_EXPORT`` from export schema 3.4, ``EXPORT_META_DATA`` before."""
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+NOT_A_TIME = "start/end NULL, negative or not an integer"
+END_BEFORE_START = "end before start"
+OUT_OF_RANGE = "time beyond 2^62 ns"
+
+
+class _NotIntegers(Exception):
+    """A query meant to return integers returned another type (or its reader failed)."""
+
 
 ARROW_ENV = "GPUSCOPE_NSYS_ARROW"
 """Set to ``0`` to read through the DB-API cursor even when the ADBC SQLite driver is installed."""
@@ -123,6 +136,12 @@ class NsysDb:
         self._engine = sa.create_engine("sqlite://", creator=connect, poolclass=NullPool)
         self._conn: sa.Connection | None = None
         self._columns: dict[str, tuple[str, ...]] = {}
+        self.rejected: dict[tuple[str, str], int] = {}
+        """``{(table, reason): rows}`` rejected by :meth:`valid_times` (and the readers)."""
+        self.read: dict[str, int] = {}
+        """``{table: rows}`` checked by :meth:`valid_times`."""
+        self.missing_strings: dict[str, int] = {}
+        """``{what: names}`` whose ``StringIds`` entry is missing (:mod:`.strings`)."""
         self.meta: dict[str, str] = {}
         self.tables: frozenset[str] = frozenset()
         try:
@@ -252,7 +271,20 @@ class NsysDb:
         cond = f" WHERE {where}" if where else ""
         if present:
             exprs = ", ".join(f"ifnull({v}, -1)" for v in present.values())
-            data = self._int_matrix(f"SELECT {exprs} FROM {table}{cond} ORDER BY rowid")
+            try:
+                data = self._int_matrix(f"SELECT {exprs} FROM {table}{cond} ORDER BY rowid")
+            except _NotIntegers:  # a cell of another type somewhere: test every cell's type
+                exprs = ", ".join(
+                    f"CASE WHEN typeof({v}) = 'integer' THEN {v} ELSE -1 END"
+                    for v in present.values()
+                )
+                sql = f"SELECT {exprs} FROM {table}{cond} ORDER BY rowid"
+                try:
+                    data = self._int_matrix(sql)
+                except _NotIntegers as err:
+                    raise InputError(
+                        _sqlite_message(err.__cause__ or err), path=self.path
+                    ) from None
         else:
             n = self.rows(f"SELECT count(*) FROM {table}{cond}")[0][0]
             data = np.empty((int(n), 0), dtype=np.int64)
@@ -264,6 +296,8 @@ class NsysDb:
 
     def _int_matrix(self, sql: str) -> np.ndarray:
         """An (n_rows, n_columns) int64 matrix of a query whose cells are all integers."""
+        """Raises :class:`_NotIntegers` when a cell is not an integer (or, through ADBC, when
+        the reader fails: the caller retries with a per-cell type test)."""
         if use_arrow():
             return self._arrow_matrix(sql)
         try:
@@ -274,9 +308,7 @@ class NsysDb:
                 # than fetchall + np.array, and no per-row objects kept alive)
                 flat = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64)
         except (TypeError, ValueError, OverflowError) as err:
-            raise InputError(
-                f"non-integer value where an integer is expected ({err})", path=self.path
-            ) from None
+            raise _NotIntegers from err
         return flat.reshape(-1, width)
 
     def _arrow_matrix(self, sql: str) -> np.ndarray:
@@ -295,17 +327,73 @@ class NsysDb:
                 table = cur.fetch_arrow_table()
             finally:
                 cur.close()
-        except adbc_driver_manager.Error as err:
-            raise InputError(_sqlite_message(err), path=self.path) from None
+        except (adbc_driver_manager.Error, OSError, pa.ArrowException) as err:
+            # a corrupt page (pyarrow's OSError "database disk image is malformed"), or a cell
+            # whose type differs from the column's first batch: the caller retries cell by cell
+            raise _NotIntegers from err
         if table.num_rows == 0:
             return np.empty((0, table.num_columns), dtype=np.int64)
         out = np.empty((table.num_rows, table.num_columns), dtype=np.int64)
         for i, col in enumerate(table.columns):
             if not pa.types.is_integer(col.type) or col.null_count:
-                raise InputError(
-                    f"non-integer value where an integer is expected ({col.type})", path=self.path
-                )
+                raise _NotIntegers(str(col.type))
             out[:, i] = col.to_numpy()
+        return out
+
+    def valid_times(
+        self,
+        table: str,
+        cols: dict[str, np.ndarray],
+        start: str = "start_ns",
+        end: str | None = "end_ns",
+        more: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """*cols* (one table's rows) without the rows whose *start* (and *end*) are not times
+        in [0, :data:`TIME_LIMIT_NS`] with ``end >= start``, or that a mask of *more*
+        (``{reason: bad rows}``) rejects; each rejected row is counted once, under its first
+        reason, in :attr:`rejected`."""
+        s = cols[start]
+        e = cols[end] if end is not None else s
+        n = len(s)
+        self.read[table] = self.read.get(table, 0) + n
+        if not n:
+            return cols
+        reasons = [
+            (NOT_A_TIME, (s < 0) | (e < 0)),
+            (END_BEFORE_START, e < s),
+            (OUT_OF_RANGE, np.maximum(s, e) > TIME_LIMIT_NS),
+            *(more or {}).items(),
+        ]
+        bad = np.zeros(n, dtype=bool)
+        for reason, mask in reasons:
+            new = mask & ~bad
+            k = int(new.sum())
+            if k:
+                self.rejected[table, reason] = self.rejected.get((table, reason), 0) + k
+                bad |= new
+        if not bad.any():
+            return cols
+        keep = ~bad
+        return {k: v[keep] for k, v in cols.items()}
+
+    def count_rejected(self, table: str, reason: str, rows: int, of: int) -> None:
+        """Count *rows* of *table* (of *of* read) rejected for *reason* by a reader."""
+        self.read[table] = self.read.get(table, 0) + of
+        if rows:
+            self.rejected[table, reason] = self.rejected.get((table, reason), 0) + rows
+
+    def notes(self) -> list[str]:
+        """One line per table with rejected rows, and one for names missing from
+        ``StringIds``."""
+        out = []
+        for table in dict.fromkeys(t for t, _ in self.rejected):
+            items = sorted((-k, r) for (t, r), k in self.rejected.items() if t == table)
+            total = -sum(k for k, _ in items)
+            why = ", ".join(f"{-k} {r}" for k, r in items)
+            out.append(f"rejected {total} of {self.read.get(table, total)} rows of {table} ({why})")
+        if self.missing_strings:
+            what = ", ".join(f"{k} {w}" for w, k in self.missing_strings.items())
+            out.append(f"names missing from StringIds ({what}): named <missing string ID>")
         return out
 
     def enum_labels(self, enum: str, fallback: Mapping[int, str]) -> dict[int, str]:

@@ -37,7 +37,20 @@ def lookup(db: NsysDb, ids: np.ndarray) -> dict[int, str]:
         "SELECT id, value FROM StringIds WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps(want.tolist()),),
     )
-    return {int(i): ("" if v is None else str(v)) for i, v in rows}
+    return {i: _text(v) for i, v in rows if i.__class__ is int}
+
+
+def _text(v: object) -> str:
+    """A ``StringIds`` value as text (a BLOB decoded as UTF-8, bad bytes replaced)."""
+    if v is None:
+        return ""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    return str(v)
+
+
+MISSING = "<missing string {}>"
+"""Name of a row whose ``StringIds`` id has no entry (``<missing string 1234>``)."""
 
 
 def categorical(
@@ -46,17 +59,28 @@ def categorical(
     *,
     transform: dict[int, str] | None = None,
     strip_version: bool = False,
+    missing: str | None = None,
 ) -> pd.Categorical[Any]:
     """A Categorical of the strings behind *ids* (``-1`` or an unknown id → missing).
 
     *transform*, when given, is used instead of a ``StringIds`` lookup (id → string).
-    *strip_version* removes the ``_v<N>`` API-version suffix.
+    *strip_version* removes the ``_v<N>`` API-version suffix.  With *missing* (what the names
+    are, e.g. ``kernel names``), an id ≥ 0 that ``StringIds`` lacks is named :data:`MISSING`
+    instead, and counted in ``db.missing_strings[missing]``.
     """
     if ids.size == 0:
         return pd.Categorical([])
     inverse, uniq = pd.factorize(ids)  # hashing: no sort of the whole column
     table = lookup(db, uniq) if transform is None else transform
     values = [table.get(int(i)) for i in uniq]
+    if missing is not None:
+        gone = [
+            j for j, (i, v) in enumerate(zip(uniq, values, strict=True)) if v is None and i >= 0
+        ]
+        for j in gone:
+            values[j] = MISSING.format(int(uniq[j]))
+        if gone:
+            db.missing_strings[missing] = db.missing_strings.get(missing, 0) + len(gone)
     if strip_version:
         values = [None if v is None else strip_api_version(v) for v in values]
     # distinct ids may carry equal strings: map ids to unique category positions

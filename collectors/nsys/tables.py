@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from collectors.errors import InputError
 from collectors.model import DeviceInfo
 from collectors.nsys.counters import read_counters
 from collectors.nsys.devices import (
@@ -63,14 +64,19 @@ class ExportTables:
     has_kernels: bool
     base: dict[str, Any]
     """``source_version``, ``hostname``, ``base_time_ns``, ``nsys_version``."""
+    notes: list[str]
+    """Rows rejected, names missing (:meth:`NsysDb.notes`)."""
 
 
 def read_export(path: Path) -> ExportTables:
     """Every table and run fact of one export.
 
+    Rows whose times cannot be true are rejected and counted (:attr:`ExportTables.notes`).
+
     Raises:
-        InputError: unreadable, not SQLite, truncated, locked, corrupt, not an nsys export, or a
-            required table/column is missing (the message names it).
+        InputError: unreadable, not SQLite, truncated, locked, corrupt, not an nsys export, a
+            required table/column is missing (the message names it), or every row was
+            rejected.
     """
     with NsysDb(path) as db, db.errors():
         gpu = read_gpu_activity(db)
@@ -88,6 +94,9 @@ def read_export(path: Path) -> ExportTables:
             "base_time_ns": session_start_utc_ns(db),
             "nsys_version": db.product_version,
         }
+        notes = db.notes()
+        if db.rejected and not any(_rows(t) for t in (gpu, host, nvtx, counters)):
+            raise InputError(f"no usable rows: {'; '.join(notes)}", path=path)
     env_r, env_world = env_rank(env)
     return ExportTables(
         path=path,
@@ -103,7 +112,12 @@ def read_export(path: Path) -> ExportTables:
         env_world=env_world,
         has_kernels=has_kernels,
         base=base,
+        notes=notes,
     )
+
+
+def _rows(cols: Columns) -> int:
+    return len(next(iter(cols.values()))) if cols else 0
 
 
 def _as_columns(table: pd.DataFrame | Columns) -> Columns:

@@ -76,6 +76,7 @@ def split_export(export: ExportTables, order: int) -> list[Part]:
     notes = [] if export.has_kernels else [NO_KERNELS_NOTE]
     if not _n(gpu):
         notes.append(NO_GPU_NOTE)
+    notes += export.notes
     n_per_process: dict[int, int] = {}
     for g, _ in keys:
         n_per_process[g] = n_per_process.get(g, 0) + 1

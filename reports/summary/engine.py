@@ -246,11 +246,16 @@ def _reload(
 @contextlib.contextmanager
 def progress_bar(console: Any = None, what: str = "ranks") -> Iterator[ProgressFn]:
     """A rich progress bar on stderr (hidden when stderr is not a terminal); yields the
-    ``progress`` callback for :func:`analyze_paths`."""
+    ``progress`` callback for :func:`analyze_paths`.  Without a terminal nothing is drawn and
+    ``rich.progress`` is not even imported."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda done, total, label: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -1,11 +1,8 @@
 """Raw-file facts that HTA's critical-path output is keyed by, for comparing with it.
 
-HTA numbers events by their position in ``traceEvents`` and reads the sync rows'
-``wait_on_stream`` / ``wait_on_cuda_event_record_corr_id`` args; the trace model keeps neither
-(docs/critical-path.md "Model fields").  :func:`with_raw_fields` reads the raw file (test side
-only) and returns the trace with the optional columns ``event_index`` (both tables),
-``wait_on_stream`` and ``wait_on_event_correlation`` (``gpu``), matched row by row on
-(start, end, name, pid/device, tid/stream).
+HTA numbers events by their position in ``traceEvents``; :func:`raw_events` reads the raw file
+(test side only, with the stdlib ``json`` module) so that a test can name an event by that
+position and check the trace model's ``event_index`` against it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from analyzers.serving.categories import CATEGORIES, MEMORY, categorize
 from analyzers.serving.graphs import Capture, attribute_graphs
 from analyzers.serving.ops import kernel_ops
 from collectors.kineto import read_kineto
-from tests.support.raw_kineto import launch_kernel_names
 
 CROSSWALK = {
     "GEMM": "GEMM",
@@ -101,7 +100,7 @@ def rows(trace: Path, capture: Path | None) -> pd.DataFrame:
     """gpuscope's kernel_ops table (graph replays attributed through *capture*, with the
     capture's kernel names) and ``category`` and ``launch_name`` columns (do not modify)."""
     t = read_kineto(trace)
-    caps = [Capture(read_kineto(capture), launch_kernel_names(capture))] if capture else []
+    caps = [Capture(read_kineto(capture))] if capture else []
     k = kernel_ops(t, attribute_graphs(t, caps))
     k["category"] = categorize(k)
     k["launch_name"] = None

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.summaries import summary
-
 from analyzers.critical_path.fix_order import FINDING_WHAT_IFS
 from analyzers.findings import RULES
 from reports import findings as F
 from reports.critical_path_section import critical_path_of
 from tests.support.critical_path_traces import training_run
+from tests.support.summaries import summary
 
 
 def _fix(kind: str, ns: float, category: str | None = None, rank: int | None = None) -> dict:

@@ -25,15 +25,16 @@ from analyzers.critical_path.hta_graph import (
     hta_critical_path,
 )
 from collectors.load import load_traces
+from collectors.model import Trace
 from tests.support.env import shared_path
-from tests.support.hta_reference import raw_events, with_raw_fields
+from tests.support.hta_reference import raw_events
 
 ALEX_FWD = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
 
 
 def _load(*parts: str) -> tuple[Events, Path]:
     p = shared_path("kineto", "hta", "critical_path", *parts)
-    return build_events(with_raw_fields(load_traces([p])[0], p)), p
+    return build_events(load_traces([p])[0]), p
 
 
 def _graph(ev: Events, annotation: str | None, instance: int, opts: HtaOptions) -> HtaGraph:
@@ -172,9 +173,12 @@ def test_stream_wait_event_links_kernel_on_recorded_stream_not_the_latest() -> N
 
 
 def test_without_wait_on_fields_event_syncs_add_no_edge() -> None:
-    """The model today drops ``wait_on_*``: HTA then skips the event-sync edges too."""
+    """A source that does not record ``wait_on_*`` (-1): HTA then skips the event-sync edges."""
     p = shared_path("kineto", "hta", "critical_path", "cuda_event_sync", "event_sync_trace.json.gz")
-    ev = build_events(load_traces([p])[0])
+    t = load_traces([p])[0]
+    assert (t.gpu["wait_on_event_correlation"] > -1).any()
+    gpu = t.gpu.assign(wait_on_stream=-1, wait_on_event_correlation=-1)
+    ev = build_events(Trace(t.meta, gpu, t.host, t.annotations, t.counters))
     g = build_hta_graph(ev, clip_window(ev, int(ev.ts.min()), int(ev.end.max())))
     assert SYNC in g.etype  # stream / context syncs still link
     assert DEPENDENCY in g.etype

@@ -7,12 +7,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from tests.support.env import SAMPLES, shared_path
 
 from analyzers.critical_path.part_table import part_from_table, part_table
 from analyzers.critical_path.rank_graph import rank_graph
 from collectors.load import load_traces
 from tests.support.critical_path_traces import training_run
+from tests.support.env import SAMPLES, shared_path
 
 
 def _same(a: object, b: object) -> bool:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support.env import shared_path
 
 from analyzers.critical_path.analysis import critical_path_analysis
 from analyzers.critical_path.rank_graph import KINDS, RankGraph, rank_graph
@@ -17,6 +16,7 @@ from analyzers.critical_path.step_graph import build_step_graph
 from collectors.load import load_traces
 from collectors.model import Trace
 from reports.critical_path_section import critical_path_of
+from tests.support.env import shared_path
 from tests.support.hta_reference import raw_events, with_raw_fields
 
 WAIT_COLUMNS = ["wait_on_stream", "wait_on_event_correlation", "event_index"]
