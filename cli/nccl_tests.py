@@ -50,13 +50,12 @@ def run_nccl_tests(
             parsed += read_nccl_tests(p, collective=collective, nranks=nranks)
         except InputError as e:
             failed.append(e)
-            err.print(f"gpuscope: skipped {e}", markup=False)
+    if not parsed and len(failed) == 1:
+        raise failed[0]  # the one error, printed once (by the caller)
+    for e in failed:
+        err.print(f"gpuscope: skipped {e}", markup=False)
     if not parsed:
-        raise (
-            failed[0]
-            if len(failed) == 1
-            else InputError(f"none of the {len(failed)} logs could be read (see above)")
-        )
+        raise InputError(f"none of the {len(failed)} logs could be read (see above)")
     doc = nccl_tests_json(parsed, source="nccl-tests")
     if json_out is not None:
         import json
