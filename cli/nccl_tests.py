@@ -8,6 +8,7 @@ then exits 2 after writing the results of the others.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +23,7 @@ NRANKS_HELP = "The number of ranks, when the log has no '# Using devices' block.
 
 
 def run_nccl_tests(
-    logs: list[Path],
+    logs: Sequence[str | Path],
     json_out: Path | None = None,
     collective: str | None = None,
     nranks: int | None = None,
@@ -52,8 +53,8 @@ def run_nccl_tests(
             failed.append(e)
     if not parsed and len(failed) == 1:
         raise failed[0]  # the one error, printed once (by the caller)
-    for e in failed:
-        err.print(f"gpuscope: skipped {e}", markup=False)
+    for failure in failed:
+        err.print(f"gpuscope: skipped {failure}", markup=False)
     if not parsed:
         raise InputError(f"none of the {len(failed)} logs could be read (see above)")
     doc = nccl_tests_json(parsed, source="nccl-tests")
@@ -80,7 +81,7 @@ def register(app: typer.Typer) -> None:
     @app.command("nccl-tests")
     def nccl_tests(
         logs: Annotated[
-            list[Path], typer.Argument(metavar="LOG", help=LOGS_HELP, show_default=False)
+            list[str], typer.Argument(metavar="LOG", help=LOGS_HELP, show_default=False)
         ],
         json_out: Annotated[
             Path | None, typer.Option("--json", metavar="FILE", help=JSON_HELP)

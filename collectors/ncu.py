@@ -38,6 +38,7 @@ from types import MappingProxyType
 import pandas as pd
 
 from collectors.errors import InputError
+from collectors.files import regular_file
 
 LONG_REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
 """Columns a long-format export must have."""
@@ -258,7 +259,7 @@ def read_ncu_csv(path: str | Path) -> NcuReport:
         InputError: missing/unreadable file, no ``"ID"`` header, required columns absent,
             or no kernel launch in the file.
     """
-    p = Path(path)
+    p = regular_file(path, directory="is a directory, expected an ncu --csv export")
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.errors import InputError
+from collectors.files import regular_file
 from collectors.nccl_formulas import bus_factor, canonical_collective, canonical_dtype
 from collectors.nccl_tests.log import PLACEMENTS, ROW_COLUMNS, NcclTestsLog
 from collectors.nccl_tests.recheck import check, consistent_n, infer_collective
@@ -347,7 +348,7 @@ def read_nccl_tests(
     Raises:
         InputError: missing/unreadable file, binary content, or no result rows.
     """
-    p = Path(path)
+    p = regular_file(path, directory="is a directory (give the log files)")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
