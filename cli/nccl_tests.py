@@ -8,6 +8,7 @@ then exits 2 after writing the results of the others.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ NRANKS_HELP = "The number of ranks, when the log has no '# Using devices' block.
 
 
 def run_nccl_tests(
-    logs: list[Path],
+    logs: Sequence[str | Path],
     json_out: Path | None = None,
     collective: str | None = None,
     nranks: int | None = None,
@@ -55,13 +56,12 @@ def run_nccl_tests(
             parsed += read_nccl_tests(p, collective=collective, nranks=nranks)
         except InputError as e:
             failed.append(e)
-            err.print(f"gpuscope: skipped {e}", markup=False)
+    if not parsed and len(failed) == 1:
+        raise failed[0]  # the one error, printed once (by the caller)
+    for failure in failed:
+        err.print(f"gpuscope: skipped {failure}", markup=False)
     if not parsed:
-        raise (
-            failed[0]
-            if len(failed) == 1
-            else InputError(f"none of the {len(failed)} logs could be read (see above)")
-        )
+        raise InputError(f"none of the {len(failed)} logs could be read (see above)")
     doc = nccl_tests_json(parsed, source="nccl-tests")
     if json_out is not None:
         import json
@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
     @app.command("nccl-tests")
     def nccl_tests(
         logs: Annotated[
-            list[Path], typer.Argument(metavar="LOG", help=LOGS_HELP, show_default=False)
+            list[str], typer.Argument(metavar="LOG", help=LOGS_HELP, show_default=False)
         ],
         json_out: Annotated[
             Path | None, typer.Option("--json", metavar="FILE", help=JSON_HELP)

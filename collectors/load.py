@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collectors.errors import InputError
+from collectors.files import input_stat
 from collectors.graph_capture import without_captures
 from collectors.model import Trace
 from collectors.rundir import TRACES, is_run_dir
@@ -43,15 +44,16 @@ def expand_inputs(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], 
     """Split inputs into (kineto files, nsys sqlite files, nsys-rep files); directories expand.
 
     Raises:
-        InputError: a path does not exist, or a directory holds no trace.
+        UsageError: an empty path.
+        InputError: a path does not exist, is not a regular file or directory (a FIFO, pipe,
+            socket or device: :mod:`collectors.files`), or a directory holds no trace.
     """
     kineto: list[Path] = []
     sqlite: list[Path] = []
     reps: list[Path] = []
     for raw in paths:
+        input_stat(raw, directories=True)  # a file or directory; nothing else, nothing opened
         p = Path(raw)
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
         if is_run_dir(p):
             p = p / TRACES  # a `gpuscope run` directory: its per-rank traces
         if p.is_dir():

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from collectors.errors import InputError
+from collectors.files import regular_file
 from collectors.ncu_report import NcuLaunch, NcuReport
 
 LONG_REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
@@ -206,7 +207,7 @@ def read_ncu_csv(path: str | Path) -> NcuReport:
         InputError: missing/unreadable file, no ``"ID"`` header, required columns absent,
             or no kernel launch in the file.
     """
-    p = Path(path)
+    p = regular_file(path, directory="is a directory, expected an ncu --csv export")
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -34,7 +34,9 @@ def log_line(log: Any) -> Text:
     return Text(
         f"{log.path or '-'}: {log.collective or '?'} ({log.collective_source}), "
         f"{log.nranks or '?'} ranks ({log.nranks_source}), layout {log.layout}, "
-        f"{len(log.rows)} rows: {status}"
+        f"{len(log.rows)} rows"
+        + (f" ({log.left_out} left out)" if getattr(log, "left_out", 0) else "")
+        + f": {status}"
     )
 
 

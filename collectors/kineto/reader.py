@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collectors.errors import InputError
+from collectors.files import regular_file
 from collectors.kineto import parallel as parallel_read
 from collectors.kineto.rows import RowParts, read_rows
 from collectors.kineto.stream import Fallback
@@ -86,10 +87,10 @@ def read_kineto(
     (``meta.extra["notes"]``, docs/reliability.md).
 
     Raises:
-        InputError: missing file, corrupt gzip, invalid JSON, JSON nested too deeply, not a
-            Kineto trace, no usable events.
+        InputError: missing file, not a regular file (:mod:`collectors.files`), corrupt gzip,
+            invalid JSON, JSON nested too deeply, not a Kineto trace, no usable events.
     """
-    path = Path(path)
+    path = regular_file(path, directory="is a directory, expected a Kineto trace file")
     try:
         return build_trace(_rows(path, include_python, parallel), rank)
     except RecursionError:  # msgspec bounds nesting by the interpreter's recursion limit

@@ -251,7 +251,7 @@ class Rows:
     def _cat_flags(self) -> dict[str, np.ndarray]:
         """Per category id: host category, cuda_sync, gpu_user_annotation, python_function,
         and the ``gpu.kind`` index."""
-        if len(self._flags.get("kind", ())) != len(self.cats):
+        if "kind" not in self._flags or len(self._flags["kind"]) != len(self.cats):
             cats = list(self.cats)
             self._flags = {
                 "host": np.array([c in HOST_CATS for c in cats], dtype=bool),

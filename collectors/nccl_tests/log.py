@@ -53,6 +53,9 @@ class NcclTestsLog:
     avg_busbw_footer: float | None = None
     """The ``# Avg bus bandwidth`` line: a mean over every row, never a peak (kept for display)."""
     warnings: tuple[str, ...] = ()
+    left_out: int = 0
+    """Result rows (one per placement) read but left out for an impossible value
+    (:mod:`collectors.nccl_tests.validate`); each has a warning."""
 
     @property
     def checked_ok(self) -> bool:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.errors import InputError
+from collectors.files import regular_file
 from collectors.nccl_formulas import bus_factor, canonical_collective, canonical_dtype
 from collectors.nccl_tests.log import PLACEMENTS, ROW_COLUMNS, NcclTestsLog
 from collectors.nccl_tests.recheck import check, consistent_n, infer_collective
@@ -42,6 +43,7 @@ from collectors.nccl_tests.sections import (
     split_sections,
     tail_layout,
 )
+from collectors.nccl_tests.validate import as_float, as_int, finite_or_nan, left_out
 
 
 def _finish(
@@ -88,6 +90,9 @@ def _finish(
     bad = df["time_us"].isna() & df["_time"].astype(str).str.upper().ne("N/A")
     for ln in df.loc[bad, "line"]:
         warnings.append(f"line {ln}: time is not a number")
+    n_read = len(df)
+    df, dropped = left_out(df)
+    warnings += dropped
 
     # which collective, how many ranks
     coll_source = "option" if collective else "unknown"
@@ -113,7 +118,7 @@ def _finish(
                 + "; pass --collective to check busbw"
             )
     needs_n = collective is not None and math.isnan(bus_factor(collective, None))
-    if needs_n and not df.empty:
+    if needs_n and collective is not None and not df.empty:
         factor = bus_factor(collective, nranks) if nranks else math.nan
         _, _, _, bus_ok = check(df, factor, 1000.0)
         if nranks is None or np.any(bus_ok == 0):
@@ -134,8 +139,8 @@ def _finish(
     if collective is None and "all_gather" in candidates:
         factor = bus_factor("all_gather", nranks)  # every candidate shares (n−1)/n
     exp_alg, exp_bus, alg_ok, bus_ok = check(df, factor, 1000.0)
-    df["algbw_expected"] = exp_alg
-    df["busbw_expected"] = exp_bus
+    df["algbw_expected"] = finite_or_nan(exp_alg)
+    df["busbw_expected"] = finite_or_nan(exp_bus)
     df["algbw_ok"] = pd.array([None if np.isnan(v) else bool(v) for v in alg_ok], dtype="boolean")
     df["busbw_ok"] = pd.array([None if np.isnan(v) else bool(v) for v in bus_ok], dtype="boolean")
     for ln, a, b in zip(df["line"], df["algbw_ok"], df["busbw_ok"], strict=True):
@@ -167,65 +172,94 @@ def _finish(
         hosts=hosts,
         version=sec.version,
         params=dict(sec.params),
-        avg_busbw_footer=sec.avg,
+        avg_busbw_footer=sec.avg if sec.avg is None or math.isfinite(sec.avg) else None,
         warnings=tuple(dict.fromkeys(warnings)),
+        left_out=n_read - len(rows),
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _parse_json(
     obj: dict[str, Any], path: str | None, collective: str | None, nranks: int | None
 ) -> list[NcclTestsLog]:
-    """nccl-tests ``-J`` output: ``results[]`` with ``out_of_place`` / ``in_place`` objects."""
+    """nccl-tests ``-J`` output: ``results[]`` with ``out_of_place`` / ``in_place`` objects.
+
+    Values of the wrong type are unknown (NaN / None / -1); rows with impossible values are
+    left out with a warning (:mod:`collectors.nccl_tests.validate`).
+
+    Raises:
+        InputError: ``results`` is not a list, or no row is usable.
+    """
+    results = obj.get("results")
+    if not isinstance(results, list):
+        raise InputError("'results' is not a list: not nccl-tests -J output", path=path)
     recs = []
-    for i, r in enumerate(obj.get("results") or [], start=1):
+    warnings: list[str] = []
+    for i, r in enumerate(results, start=1):
+        if not isinstance(r, dict):
+            warnings.append(f"result {i} is not an object; left out")
+            continue
         for placement in PLACEMENTS:
-            p = r.get(placement) or {}
+            p = r.get(placement)
+            if p is not None and not isinstance(p, dict):
+                warnings.append(f"result {i}: {placement} is not an object; read as unknown")
+            p = p if isinstance(p, dict) else {}
+            size, count, root = r.get("size"), r.get("count"), r.get("root", -1)
             recs.append(
                 {
-                    "size_bytes": int(r.get("size", -1)),
-                    "count": int(r.get("count", -1)),
-                    "dtype": canonical_dtype(r.get("type")) or r.get("type"),
-                    "redop": r.get("redop"),
-                    "root": int(r.get("root", -1)),
+                    "size_bytes": size if as_int(size) is not None else -1,
+                    "count": count if as_int(count) is not None else -1,
+                    "dtype": canonical_dtype(_text(r.get("type"))) or _text(r.get("type")),
+                    "redop": _text(r.get("redop")),
+                    "root": root,
                     "placement": placement,
-                    "time_us": float(p.get("time", math.nan)),
-                    "algbw_gbps": float(p.get("alg_bw", math.nan)),
-                    "busbw_gbps": float(p.get("bus_bw", math.nan)),
-                    "wrong": float(p.get("nwrong", math.nan)),
+                    "time_us": as_float(p.get("time", math.nan)),
+                    "algbw_gbps": as_float(p.get("alg_bw", math.nan)),
+                    "busbw_gbps": as_float(p.get("bus_bw", math.nan)),
+                    "wrong": as_float(p.get("nwrong", math.nan)),
                     "line": i,
                 }
             )
+    columns = [
+        c
+        for c in ROW_COLUMNS
+        if c not in ("collective", "algbw_expected", "busbw_expected", "algbw_ok", "busbw_ok")
+    ]
+    df = pd.DataFrame.from_records(recs, columns=columns)
+    n_read = len(df)
+    df, dropped = left_out(df)
+    warnings += [w.replace("line ", "result ", 1) for w in dropped]
+    if df.empty:
+        raise InputError(
+            "no usable result row" + (": " + "; ".join(warnings[:3]) if warnings else ""),
+            path=path,
+        )
+    df = df.astype({"size_bytes": "int64", "count": "int64", "root": "int64"})
     coll = (
         collective
-        or collective_from_name(obj.get("test") or obj.get("name"))
+        or collective_from_name(_text(obj.get("test")) or _text(obj.get("name")))
         or (collective_from_name(path))
     )
-    df = pd.DataFrame.from_records(
-        recs,
-        columns=[
-            c
-            for c in ROW_COLUMNS
-            if c not in ("collective", "algbw_expected", "busbw_expected", "algbw_ok", "busbw_ok")
-        ],
-    )
-    n = nranks or obj.get("nranks")
+    n = nranks or as_int(obj.get("nranks"), lo=1)
     factor = bus_factor(coll, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         exp = df["size_bytes"].to_numpy(np.float64) / (df["time_us"].to_numpy(np.float64) * 1e3)
+        exp = finite_or_nan(exp)
+        exp_bus = finite_or_nan(exp * factor)
     df["collective"] = coll
     df["algbw_expected"] = exp
-    df["busbw_expected"] = exp * factor
-    tol = lambda a, b: np.isclose(a, b, rtol=1e-3, atol=0.005)  # noqa: E731
-    a_ok = tol(df["algbw_gbps"], df["algbw_expected"])
-    b_ok = tol(df["busbw_gbps"], df["busbw_expected"])
-    df["algbw_ok"] = pd.array(
-        [None if np.isnan(e) else bool(o) for e, o in zip(exp, a_ok, strict=True)], "boolean"
-    )
-    df["busbw_ok"] = pd.array(
-        [None if np.isnan(e * factor) else bool(o) for e, o in zip(exp, b_ok, strict=True)],
-        "boolean",
-    )
-    avg = obj.get("average_bus_bandwidth")
+    df["busbw_expected"] = exp_bus
+    for col, expected in (("algbw", exp), ("busbw", exp_bus)):
+        printed = df[f"{col}_gbps"].to_numpy(np.float64)
+        ok = np.isclose(printed, expected, rtol=1e-3, atol=0.005)
+        flags: list[bool | None] = [
+            None if np.isnan(e) else bool(o) for e, o in zip(expected, ok, strict=True)
+        ]
+        df[f"{col}_ok"] = pd.Series(flags, index=df.index, dtype="boolean")
+    avg = as_float(obj.get("average_bus_bandwidth"))
     return [
         NcclTestsLog(
             path=path,
@@ -233,10 +267,12 @@ def _parse_json(
             collective_source="option" if collective else ("filename" if coll else "unknown"),
             nranks=n,
             nranks_source="option" if nranks else ("json" if n else "unknown"),
-            rows=df[list(ROW_COLUMNS)],
+            rows=df[list(ROW_COLUMNS)].reset_index(drop=True),
             layout="json",
             time_unit="us",
-            avg_busbw_footer=float(avg) if avg is not None else None,
+            avg_busbw_footer=avg if math.isfinite(avg) else None,
+            warnings=tuple(dict.fromkeys(warnings)),
+            left_out=n_read - len(df),
         )
     ]
 
@@ -273,6 +309,10 @@ def parse_nccl_tests_text(
             obj = json.loads(stripped)
         except json.JSONDecodeError as e:
             raise InputError(f"not valid JSON ({e.msg} at line {e.lineno})", path=path) from None
+        except RecursionError:
+            raise InputError(
+                "JSON nested too deeply: not nccl-tests -J output", path=path
+            ) from None
         if not isinstance(obj, dict) or "results" not in obj:
             raise InputError("JSON without a 'results' list: not nccl-tests -J output", path=path)
         return _parse_json(obj, path, collective, nranks)
@@ -308,7 +348,7 @@ def read_nccl_tests(
     Raises:
         InputError: missing/unreadable file, binary content, or no result rows.
     """
-    p = Path(path)
+    p = regular_file(path, directory="is a directory (give the log files)")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -45,9 +45,12 @@ def half_unit(token: str) -> float:
     t = token.strip()
     mant, _, exp = t.lower().partition("e")
     decimals = len(mant.split(".", 1)[1]) if "." in mant else 0
-    half = 0.5 * 10.0**-decimals
-    if exp:
-        half *= 10.0 ** int(exp)
+    try:
+        half = 0.5 * 10.0**-decimals
+        if exp:
+            half *= 10.0 ** int(exp)
+    except (OverflowError, ValueError):  # 1e999, 1.0e
+        return math.nan
     return half
 
 

@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from collectors.errors import InputError
+from collectors.files import input_stat
 from collectors.limits import TIME_LIMIT_NS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -71,11 +72,11 @@ def _decode_text(raw: bytes) -> str:
 def _header_problem(path: Path) -> str | None:
     """Why the file is not a whole SQLite database, or None (reads only the 100-byte header)."""
     try:
-        size = path.stat().st_size
+        size = input_stat(path, directory="is a directory, not an SQLite export").st_size
         with path.open("rb") as f:
             head = f.read(100)
-    except IsADirectoryError:
-        return "is a directory, not an SQLite export"
+    except InputError as e:
+        return e.message
     except OSError as e:
         return f"cannot read file: {e.strerror or e}"
     if head[:16] != SQLITE_MAGIC:

@@ -234,3 +234,12 @@ def test_counter_samples_with_bad_times_or_values_are_rejected(tmp_path: Path) -
     assert c["ts_ns"].tolist() == [10_000]
     assert c["value"].tolist() == [1.0]
     assert any("counter" in n for n in trace.meta.extra["notes"])
+
+
+def test_a_trace_of_counters_only_is_read_without_an_internal_error(tmp_path: Path) -> None:
+    # found by tests/fuzz: no activity row at all made the empty host table look up a flag
+    # table never built (KeyError: 'launch')
+    counters = [{"ph": "C", "name": "mem", "pid": 100, "ts": 0, "args": {"mem": 0.0}}]
+    res, summary, _ = _analyze(tmp_path, counters)
+    assert res.rc == 0 and len(summary["ranks"]) == 1
+    assert read_kineto(tmp_path / "t.json").host.empty

@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ class CliResult:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
-def run_cli(argv: list[str]) -> CliResult:
+def run_cli(argv: Sequence[str | Path]) -> CliResult:
     """``gpuscope ARGV`` in this process: exit code, stdout, stderr, warnings raised."""
     from cli.main import main
 
