@@ -59,6 +59,9 @@ def read_rules(path: Path | None) -> GateRules:
     """Rules from a TOML file, or the defaults."""
     if path is None:
         return GateRules()
+    from collectors.files import regular_file
+
+    regular_file(path)  # a FIFO or device would block the read (docs/reliability.md)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as err:

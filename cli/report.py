@@ -48,6 +48,9 @@ EXPORT_HELP = (
 
 
 def _read_json(path: Path, what: str) -> Any:
+    from collectors.files import regular_file
+
+    regular_file(path)  # a FIFO or device would block the read (docs/reliability.md)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:

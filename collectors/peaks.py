@@ -43,6 +43,9 @@ def _toml_load(path: Path) -> dict[str, Any]:
             raise MissingDependencyError(
                 "reading GPU peak files on Python 3.10 needs tomli: pip install tomli"
             ) from None
+    from collectors.files import regular_file
+
+    regular_file(path)  # a FIFO or device would block the open (docs/reliability.md)
     try:
         with path.open("rb") as f:
             return tomllib.load(f)

@@ -23,6 +23,12 @@ from tests.support.env import SAMPLES
 TRACE = SAMPLES / "torch_cpu" / "rank-0.json.gz"
 
 
+def _fill(arg: str, values: dict[str, str]) -> str:
+    for k, v in values.items():
+        arg = arg.replace(k, v)
+    return arg
+
+
 def _fifo(tmp_path: Path, name: str) -> Path:
     p = tmp_path / name
     os.mkfifo(p)
@@ -40,14 +46,32 @@ def _fifo(tmp_path: Path, name: str) -> Path:
         (["analyze", str(TRACE), "--ncu", "{p}"], "k.csv"),
         (["nccl-tests", "{p}"], "all_reduce.log"),
         (["critical-path", "{p}"], "t.json"),
+        (["analyze", str(TRACE), "--peaks", "{p}", "--no-cache"], "p.toml"),
+        (["gate", "{s}", "--baseline", "{s}", "--rules", "{p}"], "r.toml"),
+        (["report", "{s}", "-o", "{out}", "--gate", "{p}"], "g.json"),
     ],
-    ids=["kineto", "kineto-gz", "nsys", "no-suffix", "ncu", "nccl-tests", "critical-path"],
+    ids=[
+        "kineto",
+        "kineto-gz",
+        "nsys",
+        "no-suffix",
+        "ncu",
+        "nccl-tests",
+        "critical-path",
+        "peaks",
+        "gate-rules",
+        "report-gate",
+    ],
 )
 def test_a_fifo_without_a_writer_is_refused_at_once(
     tmp_path: Path, argv: list[str], name: str
 ) -> None:
     p = _fifo(tmp_path, name)
-    res = run_cli([a.replace("{p}", str(p)) for a in argv])
+    fill = {"{p}": str(p), "{out}": str(tmp_path / "r.html")}
+    if any("{s}" in a for a in argv):
+        fill["{s}"] = str(tmp_path / "s.json")
+        assert run_cli(["analyze", str(TRACE), "--json", fill["{s}"], "--no-cache"]).rc == 0
+    res = run_cli([_fill(a, fill) for a in argv])
     check_contract(res, [p])
     assert res.rc == 2 and "FIFO or pipe" in res.err
 
