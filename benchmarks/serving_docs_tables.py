@@ -5,7 +5,7 @@ a TraceLens category summary, the shared serving steps, MFU on the shared servin
 Usage: ``PYTHONPATH=$PWD python benchmarks/serving_docs_tables.py [--update] [SHARED_DATA]``
 (default ``../shared/data``).  ``--update`` rewrites each block between
 ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` of docs/inference.md.
-``tests/analyzers/serving/test_serving_categories.py`` checks the page holds the tables.
+``tests/analyzers/serving/test_serving_docs.py`` checks the page holds the tables.
 """
 
 from __future__ import annotations

@@ -124,9 +124,21 @@ class _Builder:
         self.kind.extend([K[kind]] * int(ok.sum()))
 
 
+MAX_STEP_DIGITS = 18
+"""As the readers: a ``ProfilerStep#N`` whose N has more digits is not a step (it would not fit
+int64; the reader notes it)."""
+
+
 def _step_number(name: str) -> int:
     tail = name[len(STEP_PREFIX) :]
-    return int(tail) if tail.isdigit() else -1
+    return int(tail) if tail.isdigit() and len(tail) <= MAX_STEP_DIGITS else -1
+
+
+def _is_step(name: str) -> bool:
+    if not name.startswith(STEP_PREFIX):
+        return False
+    digits = len(name) - len(name[len(STEP_PREFIX) :].lstrip("0123456789")) - len(STEP_PREFIX)
+    return digits <= MAX_STEP_DIGITS
 
 
 def rank_graph(trace: Trace) -> RankGraph:
@@ -134,7 +146,7 @@ def rank_graph(trace: Trace) -> RankGraph:
     ev = build_events(trace)
     b = _Builder()
     dur = ev.end - ev.ts
-    is_step = ev.is_host & np.array([s.startswith(STEP_PREFIX) for s in ev.name.tolist()], bool)
+    is_step = ev.is_host & np.array([_is_step(s) for s in ev.name.tolist()], bool)
     host = ev.is_host & (dur > 0) & (np.isin(ev.cat, NODE_CATS) | is_step)
     gpu = ~ev.is_host & (ev.stream >= 0) & np.isin(ev.cat, ("kernel", "gpu_memcpy", "gpu_memset"))
     members = np.flatnonzero(host | gpu)
@@ -343,7 +355,7 @@ def _labels(
     category = np.where(kind == K["gpu"], cats[np.maximum(ev_u, 0)], "").astype(object)
     cause = np.empty(m, dtype=object)
     detail = np.empty(m, dtype=object)
-    is_step = np.array([s.startswith(STEP_PREFIX) for s in ev.name.tolist()], bool)
+    is_step = np.array([_is_step(s) for s in ev.name.tolist()], bool)
     kinds = kind.tolist()
     name_l = names.tolist()
     cat_l = category.tolist()

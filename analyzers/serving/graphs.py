@@ -286,7 +286,7 @@ def attribute_graphs(
     gkind = g["kind"].astype(object).to_numpy()
     dur = (g["end_ns"] - g["start_ns"]).to_numpy()
     regions = _regions(caps)
-    names_known = {i: kernel_names_of(c) is not None for i, c in enumerate(caps)}
+    names_known = {i: bool(kernel_names_of(c)) for i, c in enumerate(caps)}
     seq = _sequence_ids([tuple(gname[k].tolist()) for k in per_launch])
     launch_rows, kernel_parts = [], []
     notes: list[str] = []

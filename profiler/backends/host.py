@@ -70,7 +70,11 @@ class HostBackend:
         if not steps and not regions and not records:
             return
         unix = ctx.unix_ns
-        base = (ctx.time_base[1] // 1_000_000_000) * 1_000_000_000
+        # baseTimeNanoseconds: the whole second at or before every event, so that no ``ts`` is
+        # negative (readers reject negative times) even when the GPU clock's offset puts a
+        # record before the session's start
+        first = min([ctx.time_base[1], *(int(r["start"]) + offset_ns for r in records)])
+        base = (first // 1_000_000_000) * 1_000_000_000
         pid = os.getpid()
         main_tid = threading.main_thread().ident or 0
         events: list[dict[str, Any]] = [

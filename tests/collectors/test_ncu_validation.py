@@ -139,7 +139,7 @@ def test_other_units_are_not(unit: str) -> None:
 
 
 def test_analyze_with_a_broken_ncu_csv_names_the_csv(tmp_path: Path) -> None:
-    from support.kineto_events import small_training_step, write_trace
+    from tests.support.kineto_events import small_training_step, write_trace
 
     trace = write_trace(tmp_path / "t.json", small_training_step(1) + small_training_step(2, 100))
     p = tmp_path / "k.csv"

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import kineto_events as ke
 
+from tests.support import kineto_events as ke
 from tests.support.env import SAMPLES, SHARED_DATA
 from tests.support.fuzzing import (
     byte_mutations,

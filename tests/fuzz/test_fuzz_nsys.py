@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import nsys_exports as nx
 
+from tests.support import nsys_exports as nx
 from tests.support.env import SHARED_DATA
 from tests.support.fuzzing import byte_mutations, fuzz_settings, mutate_bytes, run_case, weird
 

@@ -1,6 +1,6 @@
 """Small hand-made Nsight Systems exports with the real table layout, for reader tests.
 
-The layout and the base rows come from ``benchmarks/nsys_synthetic_export.py`` (export schema
+The layout and the base rows come from :mod:`tests.support.nsys_sqlite` (export schema
 3.16.1); :func:`small_export` writes one process on GPU 0 with a few kernels and their launch
 calls, NVTX ranges and memory events, and :func:`sql` breaks it afterwards on purpose (SQLite
 stores any value in any column: text in ``start``, NULL in a NOT NULL column after a
@@ -10,12 +10,12 @@ updated by a table without the constraint — see :func:`relax`).
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from tests.support import nsys_sqlite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,18 +30,7 @@ SID = {s: i for i, s in enumerate(STRINGS, start=1)}
 PID = 4242
 
 
-def generator() -> ModuleType:
-    """``benchmarks/nsys_synthetic_export.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "nsys_synthetic_export", REPO / "benchmarks" / "nsys_synthetic_export.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = generator()
+GEN = nsys_sqlite
 
 
 def kernel_row(corr: int, start: int, dur: int, *, stream: int = 7) -> dict[str, Any]:
