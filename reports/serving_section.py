@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzers.serving.flops import MFU_COLUMNS
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
 VIA = ("op", "capture", "graph", "no-op", "no-launch")
 CATEGORY_KEYS = ("category", "kernels", "time_ns", "share")
 ROOF_KEYS = ("modelled_ns", "model_flops", "roof_ns", "pct_of_roof")
-MFU_KEYS = MFU_COLUMNS[1:]
-"""The keys of an MFU object: :data:`analyzers.serving.flops.MFU_COLUMNS` but the group."""
 _FLOATS = frozenset(
     {"share", "coverage", "exact_share", "model_flops", "recomputed_flops"}
     | {"pct_of_roof", "peak_flops", "achieved_flops_per_s", "mfu", "hfu"}
@@ -86,7 +82,10 @@ def captures_for(trace: Trace, captures: Mapping[int, Sequence[Trace | Capture]]
 
 def _mfu(table: pd.DataFrame) -> dict[Any, dict[str, Any]]:
     """Per group of an MFU table, its JSON object."""
-    return {_py(r["group"]): {k: r[k] for k in MFU_KEYS} for r in _records(table)}
+    from analyzers.serving.flops import MFU_COLUMNS  # the keys of an MFU object: all but "group"
+
+    keys = MFU_COLUMNS[1:]
+    return {_py(r["group"]): {k: r[k] for k in keys} for r in _records(table)}
 
 
 def _categories(
