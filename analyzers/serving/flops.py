@@ -81,9 +81,16 @@ def _modelled_tops(host: pd.DataFrame) -> tuple[dict[int, int], dict[int, OpCost
     names = host["name"].astype(object).to_numpy()
     cols = {c: host[c].to_numpy() if c in host else None for c in _ARG_COLUMNS}
     costs: dict[int, OpCost] = {}
+    seen: dict[tuple[Any, ...], OpCost | None] = {}  # one model call per distinct (op, arguments)
     for i in ops.tolist():
         if names[i] in MODELS:
-            c = model_op(names[i], *(None if v is None else v[i] for v in cols.values()))
+            key = (names[i], *(None if v is None else v[i] for v in cols.values()))
+            try:
+                c = seen[key]
+            except KeyError:
+                c = seen[key] = model_op(*key)
+            except TypeError:  # an unhashable argument value: model it as it is
+                c = model_op(*key)
             if c is not None:
                 costs[i] = c
     start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
