@@ -36,7 +36,88 @@ def thread_walks(
     p, t = pid[m], tid[m]
     cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
     for grp in np.split(m, cut):
-        yield _walk(ts, end, order, grp)
+        e, entering, parent = walk_arrays(ts, end, order, grp)
+        yield list(zip(e.tolist(), entering.tolist(), parent.tolist(), strict=True))
+
+
+def thread_walk_arrays(
+    ts: np.ndarray,
+    end: np.ndarray,
+    order: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    members: np.ndarray,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`thread_walks` as arrays per thread: (event, entering, parent)."""
+    if not len(members):
+        return
+    keys = np.lexsort((tid[members], pid[members]))
+    m = members[keys]
+    p, t = pid[m], tid[m]
+    cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
+    for grp in np.split(m, cut):
+        yield walk_arrays(ts, end, order, grp)
+
+
+def walk_arrays(
+    ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The walk of one thread's events *grp* (distinct positions) as arrays, without a Python
+    loop: the stack's depth after each boundary is the running sum of +1 (start) / -1 (end)
+    reflected at 0 (an end on an empty stack pops nothing); a start pushed at depth *d* sits on
+    the last start pushed at depth *d* − 1 (the stack's slot *d* − 1 holds the last push to it,
+    whatever ended since); the walk visits the starts in push order (a node's descendants are
+    pushed while it is on the stack, before its next sibling) and leaves each node after its
+    subtree, deepest first.  Equal to :func:`_walk` (a property test checks it)."""
+    n = len(grp)
+    if not n:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(0, bool), empty
+    dur = end[grp] - ts[grp]
+    times = np.concatenate([ts[grp], end[grp]])
+    is_start = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
+    d = np.concatenate([-dur, dur])
+    o = np.concatenate([order[grp], -order[grp]])
+    seq = np.lexsort((o, d, is_start, times))
+    ids = np.concatenate([grp, grp])[seq]
+    st = is_start[seq].astype(bool)
+    step = np.where(st, 1, -1).astype(np.int64)
+    total = np.cumsum(step)
+    depth = total - np.minimum(0, np.minimum.accumulate(total))
+    pos = np.flatnonzero(st)  # starts in push order = the walk's preorder
+    node = ids[pos]
+    level = depth[pos]  # ≥ 1
+    # parent: the last earlier start pushed at level - 1
+    key = level * (2 * n + 1) + pos
+    by_key = np.argsort(key, kind="stable")
+    sorted_key = key[by_key]
+    want = (level - 1) * (2 * n + 1) + pos
+    at = np.searchsorted(sorted_key, want, side="left") - 1
+    ok = (level > 1) & (at >= 0)
+    cand = by_key[np.maximum(at, 0)]
+    ok &= level[cand] == level - 1
+    parent_i = np.where(ok, cand, -1)  # preorder index of the parent, -1 root
+    # subtree sizes, deepest level first
+    size = np.ones(n, np.int64)
+    for lv in range(int(level.max()), 1, -1):
+        kids = np.flatnonzero((level == lv) & (parent_i >= 0))
+        np.add.at(size, parent_i[kids], size[kids])
+    idx = np.arange(n, dtype=np.int64)
+    slot = idx + size  # a node is left just before the preorder node at idx + size
+    tree_depth = np.ones(n, np.int64)
+    for lv in range(2, int(level.max()) + 1):
+        at_lv = np.flatnonzero(level == lv)
+        has = parent_i[at_lv] >= 0
+        tree_depth[at_lv[has]] = tree_depth[parent_i[at_lv[has]]] + 1
+    # enters at (idx, 1, 0); exits at (slot, 0, -depth): before the next enter, deepest first
+    k_pos = np.concatenate([idx, slot])
+    k_flag = np.concatenate([np.ones(n, np.int64), np.zeros(n, np.int64)])
+    k_depth = np.concatenate([np.zeros(n, np.int64), -tree_depth])
+    walk = np.lexsort((k_depth, k_flag, k_pos))
+    which = np.concatenate([idx, idx])[walk]
+    entering = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])[walk]
+    par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1)
+    return node[which].astype(np.int64), entering, par_ev[which].astype(np.int64)
 
 
 def _walk(ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray) -> Walk:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.critical_path.callstack import thread_walks
+from analyzers.critical_path.callstack import thread_walk_arrays
 from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
 from analyzers.critical_path.hta_graph import event_records
 from analyzers.critical_path.sources import (
@@ -215,26 +215,22 @@ def rank_graph(trace: Trace) -> RankGraph:
 def _host_edges(
     b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray, host: np.ndarray
 ) -> np.ndarray:
-    """Call-stack walk edges per thread; returns which host events are, or contain, a launch."""
+    """Call-stack walk edges per thread (each boundary's node → the next one's); returns which
+    host events are, or contain, a launch (a launch and its ancestors on the walk's stack)."""
     launches_gpu = np.zeros(len(ev), bool)
     is_launch = np.isin(ev.name, list(LAUNCH_NAMES))
-    for walk in thread_walks(ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)):
-        last = -1
-        stack: list[int] = []
-        us: list[int] = []
-        vs: list[int] = []
-        for e, entering, _parent in walk:
-            node = int(start[e] if entering else end[e])
-            if entering:
-                stack.append(e)
-                if is_launch[e]:
-                    launches_gpu[stack] = True
-            elif stack:
-                stack.pop()
-            us.append(last)
-            vs.append(node)
-            last = node
-        b.edges(us, vs, "host")
+    parent_of = np.full(len(ev), -1, np.int64)
+    for e, entering, parent in thread_walk_arrays(
+        ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)
+    ):
+        node = np.where(entering, start[e], end[e]).astype(np.int64)
+        b.edges(np.concatenate([[-1], node[:-1]]), node, "host")
+        parent_of[e[entering]] = parent[entering]
+    cur = np.flatnonzero(is_launch & host)
+    while cur.size:
+        launches_gpu[cur] = True
+        cur = np.unique(parent_of[cur])
+        cur = cur[(cur >= 0) & ~launches_gpu[np.maximum(cur, 0)]]
     return launches_gpu
 
 
