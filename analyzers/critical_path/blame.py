@@ -82,10 +82,6 @@ class StepPath:
         return out
 
 
-def _label(g: StepGraph, e: int) -> tuple[str, str, str]:
-    return str(g.cause[e]), str(g.detail[e]), str(g.name[e])
-
-
 def step_paths(
     g: StepGraph, measured: tuple[np.ndarray, np.ndarray] | None = None
 ) -> list[StepPath]:
@@ -96,34 +92,37 @@ def step_paths(
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
+    # the walk reads single elements: Python lists, not numpy scalars (same values)
+    t_l, why_l = times.tolist(), why.tolist()
+    src_l, kind_l, unres_l = g.src.tolist(), g.kind.tolist(), g.unresolved.tolist()
+    rank_l = g.node_rank.tolist()
+    cause_l, detail_l, name_l = g.cause.tolist(), g.detail.tolist(), g.name.tolist()
+    transfer = KINDS.index("transfer")
     for num in sorted(per_step):
         rows = per_step[num]
-        durs = {r: int(times[c] - times[s]) for r, s, c in rows}
+        durs = {r: int(t_l[c] - t_l[s]) for r, s, c in rows}
         rank, s_node, c_node = max(rows, key=lambda x: (durs[x[0]], -x[0]))
         path = StepPath(num, rank, durs[rank], durs)
-        lo = int(times[s_node])
+        lo = int(t_l[s_node])
         v = c_node
         segs: list[Segment] = []
         on_path: set[int] = set()
-        transfer = KINDS.index("transfer")
         while v != s_node:
-            e = int(why[v])
+            e = why_l[v]
             if e < 0:  # a node the graph does not explain (no predecessor): untracked time
-                if times[v] > lo:
-                    r = int(g.node_rank[v])
-                    segs.append(Segment(r, lo, int(times[v]), "cpu", "untracked", ""))
+                if t_l[v] > lo:
+                    segs.append(Segment(rank_l[v], lo, t_l[v], "cpu", "untracked", ""))
                 break
-            u = int(g.src[e])
-            if g.kind[e] == transfer:
+            u = src_l[e]
+            if kind_l[e] == transfer:
                 on_path.add(u)
-            if g.unresolved[e]:
+            if unres_l[e]:
                 path.unresolved_waits += 1
-            a, b = max(int(times[u]), lo), int(times[v])
+            a, b = max(t_l[u], lo), t_l[v]
             if b > a:
-                cause, detail, name = _label(g, e)
-                r = int(g.node_rank[v] if g.node_rank[v] >= 0 else g.node_rank[u])
-                segs.append(Segment(r, a, b, cause, detail, name))
-            if times[u] <= lo:
+                r = rank_l[v] if rank_l[v] >= 0 else rank_l[u]
+                segs.append(Segment(r, a, b, str(cause_l[e]), str(detail_l[e]), str(name_l[e])))
+            if t_l[u] <= lo:
                 break
             v = u
         segs.reverse()

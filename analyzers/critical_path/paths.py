@@ -14,18 +14,19 @@ import numpy as np
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> list[int]:
     """Nodes ``0..n-1`` in networkx ``topological_generations`` order (edges in insertion
     order); raises ValueError on a cycle."""
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
-        succ[u].append(v)
-        indeg[v] += 1
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    by_src = np.argsort(src, kind="stable")  # each node's successors in insertion order
+    succ = dst[by_src].tolist()
+    first = np.searchsorted(src[by_src], np.arange(n + 1)).tolist()
+    indeg = np.bincount(dst, minlength=n).tolist()
     gen = [v for v in range(n) if indeg[v] == 0]
     out: list[int] = []
     while gen:
         out.extend(gen)
         nxt: list[int] = []
         for u in gen:
-            for v in succ[u]:
+            for v in succ[first[u] : first[u + 1]]:
                 indeg[v] -= 1
                 if indeg[v] == 0:
                     nxt.append(v)
