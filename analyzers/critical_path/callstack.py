@@ -29,14 +29,7 @@ def thread_walks(
 ) -> Iterator[Walk]:
     """The depth-first walk of each thread's call stack over the events *members* (positions;
     each must have ``end > ts``), threads in ``(pid, tid)`` order."""
-    if not len(members):
-        return
-    keys = np.lexsort((tid[members], pid[members]))
-    m = members[keys]
-    p, t = pid[m], tid[m]
-    cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
-    for grp in np.split(m, cut):
-        e, entering, parent = walk_arrays(ts, end, order, grp)
+    for e, entering, parent in thread_walk_arrays(ts, end, order, pid, tid, members):
         yield list(zip(e.tolist(), entering.tolist(), parent.tolist(), strict=True))
 
 
