@@ -302,6 +302,19 @@ def _mb(p: Path) -> float:
 # ---- the two tables ------------------------------------------------------------------------
 
 
+def warm_up(hta_py: Path, env: dict[str, str]) -> None:
+    """One untimed run of each tool on a small trace: their modules' bytecode is then cached,
+    as for an installed package, and the file cache holds the interpreters."""
+    small = REPO / "sample_traces" / "torch_cpu" / "rank-0.json.gz"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "s.json")
+        cmd = [sys.executable, "-m", "cli.main", "analyze", str(small), "--json", out, "--no-cache"]
+        subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
+        subprocess.run(
+            [str(hta_py), "-c", "import hta.trace_analysis"], capture_output=True, env=env
+        )
+
+
 def whole_process(
     path: Path, hta_py: Path, repeat: int, env: dict[str, str], limit: int | None = None
 ) -> dict[str, list[dict[str, Any]]]:
@@ -414,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"{p}: no such file (set GPUSCOPE_SHARED)")
     hta_py = ensure_hta_venv(a.venv)
     env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1", PYTHONPATH=str(REPO))
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        print("[setup] PYTHONDONTWRITEBYTECODE unset for the children (an installed package has")
+        print("[setup] its .pyc files; otherwise both tools recompile every module in every run)")
     names = [n for n in a.only.split(",") if n]
     paths = {n: trace_path(n, a.work) for n in names}
     print(
@@ -421,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{platform.python_version()}; HTA: {_hta_version(hta_py)}; runs per tool: {a.repeat} "
         f"(median); load average at start {os.getloadavg()[0]:.1f}"
     )
+    warm_up(hta_py, env)
     whole = []
     for n in names:
         whole.append((n, paths[n], whole_process(paths[n], hta_py, a.repeat, env)))

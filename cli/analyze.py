@@ -97,6 +97,22 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
     return AnalysisInputs(ncu=report, ncu_peaks=ncu_peaks, gpu_peaks=table)
 
 
+def _start_read_early(paths: list[str]) -> None:
+    """With one Kineto file to read, start its parallel read's helper before the heavy imports
+    (:func:`collectors.kineto.parallel.start_early`); the engine joins it when it parses the
+    file, and a helper left unjoined (the parse cache had the file) is stopped once the
+    analysis is done.  Nothing here raises: the engine reports bad input as always."""
+    import contextlib
+
+    from collectors.discover import expand_inputs
+    from collectors.kineto.parallel import start_early
+
+    with contextlib.suppress(Exception):
+        kineto, sqlite, reps = expand_inputs(paths)
+        if len(kineto) == 1 and not sqlite and not reps:
+            start_early(kineto[0])
+
+
 def run_analyze(
     paths: list[str],
     json_out: Path | None = None,
@@ -122,6 +138,8 @@ def run_analyze(
     """
     _check_options(hta_version)
     check_outputs([json_out, html], force=force)
+    if scheduler is None and workers is None:
+        _start_read_early(paths)
     import dataclasses
 
     from rich.console import Console
@@ -154,6 +172,9 @@ def run_analyze(
             use_cache=not no_cache,
             progress=progress,
         )
+    from collectors.kineto.parallel import cancel_early
+
+    cancel_early()  # a helper the parse cache made useless
     for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
         err.print(f"gpuscope: note: {line}", markup=False)
     # two files claiming one rank make the input set wrong, not one file: no output at all

@@ -75,14 +75,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collectors.kinds import GPU_KINDS as GPU_KINDS
+from collectors.kinds import GPU_WORK_KINDS as GPU_WORK_KINDS
+from collectors.kinds import LAUNCH_CATS as LAUNCH_CATS
+
 MODEL_VERSION = 3
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
-
-GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
-"""``gpu.kind`` values that are GPU work: what the idle, launch, op-cost, NVTX-projection and
-compare analyses count (HTA's kernels, memcpys and memsets; no ``sync`` or ``other`` rows)."""
-GPU_KINDS = (*GPU_WORK_KINDS, "sync", "other")
-"""Every ``gpu.kind`` value."""
 
 GPU_INT_COLUMNS = (
     "start_ns",
@@ -127,17 +125,6 @@ HOST_COLUMNS = (
     "comm_args",
     "launch_kernel",
 )
-LAUNCH_CATS = (
-    "cuda_runtime",
-    "cuda_driver",
-    "Runtime",
-    "mtia_runtime",
-    "privateuse1_runtime",
-    "xpu_runtime",
-)
-"""Host categories of the device API calls, among them the calls that launch GPU work (linked
-by ``correlation``: :mod:`collectors.linking`).  ``Runtime``: Kineto before 2023."""
-
 ANNOTATION_KINDS = ("step", "user", "gpu_user", "nvtx")
 ANNOTATION_INT_COLUMNS = ("start_ns", "end_ns", "step", "pid", "tid", "stream")
 ANNOTATION_COLUMNS = ("name", "kind", *ANNOTATION_INT_COLUMNS, "domain", "payload")

@@ -42,7 +42,7 @@ def section_from(result: CriticalPath) -> dict[str, Any]:
     steps = []
     for p in result.paths:
         by = sorted(p.by_cause().items(), key=lambda kv: -kv[1])
-        top = sorted(p.segments, key=lambda s: -s.duration_ns)[:TOP_SEGMENTS]
+        top = p.longest(TOP_SEGMENTS)
         steps.append(
             {
                 "step": p.step,
@@ -50,7 +50,7 @@ def section_from(result: CriticalPath) -> dict[str, Any]:
                 "duration_ns": p.duration_ns,
                 "replayed_ns": result.replayed_ns.get(p.step),
                 "duration_ns_by_rank": {str(k): v for k, v in sorted(p.rank_durations.items())},
-                "segments": len(p.segments),
+                "segments": p.n_segments,
                 "unresolved_waits": p.unresolved_waits,
                 "by_cause": [
                     {"cause": c, "detail": d, "rank": r if r >= 0 else None, "ns": ns}

@@ -65,15 +65,15 @@ def measured_job_step_times(g: StepGraph) -> dict[int, int]:
 
 def candidate_changes(g: StepGraph, paths: list[StepPath]) -> list[Change]:
     """One change per cause found on the paths (module docstring)."""
-    found = {(s.cause, s.detail, s.rank) for p in paths for s in p.segments}
+    found = {(c, d) for p in paths for c, d, _ in p.by_cause()}
     out: list[Change] = []
-    for cat in sorted({d for c, d, _ in found if c == "compute"}):
+    for cat in sorted({d for c, d in found if c == "compute"}):
         out.append(Change("faster", category=cat, factor=FASTER_FACTOR))
     late = sorted({j.late_rank for j in g.joins if j.lateness_ns > 0})
     out += [Change("rank_on_time", rank=r) for r in late]
-    if any(c == "launch_gap" for c, _, _ in found):
+    if any(c == "launch_gap" for c, _ in found):
         out.append(Change("cuda_graphs"))
-    if any(c == "exposed_communication" for c, _, _ in found):
+    if any(c == "exposed_communication" for c, _ in found):
         out.append(Change("overlap_comm"))
         peak = _busbw_change(g)
         if peak is not None:

@@ -60,6 +60,65 @@ class Segment:
         return self.end_ns - self.start_ns
 
 
+@dataclass(frozen=True)
+class Segments:
+    """A path's segments as columns (one entry per :class:`Segment`, in path order)."""
+
+    rank: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    cause: np.ndarray
+    detail: np.ndarray
+    name: np.ndarray
+    """object arrays of str."""
+
+    def __len__(self) -> int:
+        return len(self.rank)
+
+    @property
+    def duration_ns(self) -> np.ndarray:
+        return self.end_ns - self.start_ns
+
+    def rows(self) -> list[Segment]:
+        cols = (self.rank, self.start_ns, self.end_ns, self.cause, self.detail, self.name)
+        return [Segment(*r) for r in zip(*(c.tolist() for c in cols), strict=True)]
+
+    @classmethod
+    def of(cls, segs: list[Segment]) -> Segments:
+        def col(f: str, dtype: type) -> np.ndarray:
+            return np.asarray([getattr(s, f) for s in segs], dtype=dtype)
+
+        return cls(
+            col("rank", np.int64),
+            col("start_ns", np.int64),
+            col("end_ns", np.int64),
+            col("cause", object),
+            col("detail", object),
+            col("name", object),
+        )
+
+    def key_totals(self) -> dict[tuple[str, str, int], int]:
+        """``{(cause, detail, rank): Σ ns}`` (rank -1 except for ``late_rank``), keys in the
+        order of their first segment."""
+        import pandas as pd
+
+        if not len(self):
+            return {}
+        rank = np.where(self.cause == "late_rank", self.rank, -1)
+        cc, cu = pd.factorize(self.cause)
+        dc, du = pd.factorize(self.detail)
+        rc, ru = pd.factorize(rank)
+        key = (cc.astype(np.int64) * len(du) + dc) * len(ru) + rc
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        sums = np.zeros(len(first), np.int64)
+        np.add.at(sums, inv.reshape(-1), self.duration_ns)
+        out: dict[tuple[str, str, int], int] = {}
+        for i in np.argsort(first, kind="stable").tolist():
+            f = int(first[i])
+            out[(str(cu[cc[f]]), str(du[dc[f]]), int(ru[rc[f]]))] = int(sums[i])
+        return out
+
+
 @dataclass
 class StepPath:
     """A step's path: its ranks' measured times, the slowest rank and the segments."""
@@ -68,36 +127,56 @@ class StepPath:
     rank: int
     duration_ns: int
     rank_durations: dict[int, int]
-    segments: list[Segment] = field(default_factory=list)
+    table: Segments | None = None
+    """The segments, in path order (:attr:`segments` as objects)."""
     unresolved_waits: int = 0
     """Nodes on the path that follow a cross-stream wait the trace does not resolve
     (``wait_on_*`` fields missing): the path may have missed a dependency there."""
+    _by_cause: dict[tuple[str, str, int], int] | None = field(default=None, repr=False)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.table.rows() if self.table is not None else []
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.table) if self.table is not None else 0
+
+    def longest(self, k: int) -> list[Segment]:
+        """The *k* longest segments, longest first (ties in path order)."""
+        if self.table is None:
+            return []
+        t = self.table
+        pick = np.argsort(-t.duration_ns, kind="stable")[:k]
+        cols = (t.rank, t.start_ns, t.end_ns, t.cause, t.detail, t.name)
+        return [Segment(*r) for r in zip(*(c[pick].tolist() for c in cols), strict=True)]
 
     def by_cause(self) -> dict[tuple[str, str, int], int]:
-        """``{(cause, detail, rank): ns}`` (rank -1 except for ``late_rank``)."""
-        out: dict[tuple[str, str, int], int] = {}
-        for s in self.segments:
-            k = (s.cause, s.detail, s.rank if s.cause == "late_rank" else -1)
-            out[k] = out.get(k, 0) + s.duration_ns
-        return out
+        """``{(cause, detail, rank): ns}`` (rank -1 except for ``late_rank``), keys in the order
+        of their first segment (computed once)."""
+        if self._by_cause is None:
+            self._by_cause = self.table.key_totals() if self.table is not None else {}
+        return dict(self._by_cause)
 
 
 def step_paths(
     g: StepGraph, measured: tuple[np.ndarray, np.ndarray] | None = None
 ) -> list[StepPath]:
     """The path of every step (module docstring), steps in number order; *measured*: the
-    replay with no change (:func:`analyzers.critical_path.simulate.run`), when already done."""
+    replay with no change (:func:`analyzers.critical_path.simulate.run`), when already done.
+
+    Walking back from the completion node along each node's binding edge (``why``), an edge
+    ``u → v`` gives the segment ``[max(t[u], start), t[v])`` when not empty; the walk stops at
+    the step's start node, at the first node whose predecessor is at or before the start, or at
+    a node the graph does not explain (no binding edge: the time since the start is
+    ``cpu``/``untracked``)."""
     times, why = measured if measured is not None else run(g)
     per_step: dict[int, list[tuple[int, int, int]]] = {}
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
     # the walk reads single elements: Python lists, not numpy scalars (same values)
-    t_l, why_l = times.tolist(), why.tolist()
-    src_l, kind_l, unres_l = g.src.tolist(), g.kind.tolist(), g.unresolved.tolist()
-    rank_l = g.node_rank.tolist()
-    cause_l, detail_l, name_l = g.cause.tolist(), g.detail.tolist(), g.name.tolist()
-    transfer = KINDS.index("transfer")
+    t_l, why_l, src_l = times.tolist(), why.tolist(), g.src.tolist()
     for num in sorted(per_step):
         rows = per_step[num]
         durs = {r: int(t_l[c] - t_l[s]) for r, s, c in rows}
@@ -105,33 +184,56 @@ def step_paths(
         path = StepPath(num, rank, durs[rank], durs)
         lo = int(t_l[s_node])
         v = c_node
-        segs: list[Segment] = []
-        on_path: set[int] = set()
+        walked: list[int] = []
+        untracked = -1
         while v != s_node:
             e = why_l[v]
             if e < 0:  # a node the graph does not explain (no predecessor): untracked time
-                if t_l[v] > lo:
-                    segs.append(Segment(rank_l[v], lo, t_l[v], "cpu", "untracked", ""))
+                untracked = v
                 break
+            walked.append(e)
             u = src_l[e]
-            if kind_l[e] == transfer:
-                on_path.add(u)
-            if unres_l[e]:
-                path.unresolved_waits += 1
-            a, b = max(t_l[u], lo), t_l[v]
-            if b > a:
-                r = rank_l[v] if rank_l[v] >= 0 else rank_l[u]
-                segs.append(Segment(r, a, b, str(cause_l[e]), str(detail_l[e]), str(name_l[e])))
             if t_l[u] <= lo:
                 break
             v = u
-        segs.reverse()
-        path.segments = _late_rank(g, segs, on_path)
+        path.table, path.unresolved_waits, on_path = _segments(
+            g, times, walked[::-1], lo, untracked
+        )
+        path.table = _late_rank(g, path.table, on_path)
         out.append(path)
     return out
 
 
-def _late_rank(g: StepGraph, segs: list[Segment], on_path: set[int]) -> list[Segment]:
+def _segments(
+    g: StepGraph, times: np.ndarray, walked: list[int], lo: int, untracked: int
+) -> tuple[Segments, int, set[int]]:
+    """The segments of the *walked* edges (path order), the unresolved waits among them and
+    the sources of their ``transfer`` edges (the joins on the path)."""
+    e = np.asarray(walked, np.int64)
+    u, v = g.src[e], g.dst[e]
+    a, b = np.maximum(times[u], lo), times[v]
+    keep = b > a
+    ek, uk, vk = e[keep], u[keep], v[keep]
+    rank = np.where(g.node_rank[vk] >= 0, g.node_rank[vk], g.node_rank[uk])
+    cols = [rank, a[keep], b[keep], g.cause[ek], g.detail[ek], g.name[ek]]
+    if untracked >= 0 and times[untracked] > lo:
+        head = [g.node_rank[untracked], lo, times[untracked], "cpu", "untracked", ""]
+        cols = [
+            np.concatenate([np.asarray([h], c.dtype), c]) for h, c in zip(head, cols, strict=True)
+        ]
+    table = Segments(
+        np.asarray(cols[0], np.int64),
+        np.asarray(cols[1], np.int64),
+        np.asarray(cols[2], np.int64),
+        np.asarray(cols[3], dtype=object),
+        np.asarray(cols[4], dtype=object),
+        np.asarray(cols[5], dtype=object),
+    )
+    on_path = set(u[g.kind[e] == KINDS.index("transfer")].tolist())
+    return table, int(g.unresolved[e].sum()), on_path
+
+
+def _late_rank(g: StepGraph, table: Segments, on_path: set[int]) -> Segments:
     """Relabel the parts of segments on a late rank that fall in the window the other ranks
     waited for it (``[arrival − lateness, arrival]``) at a join the path goes through."""
     windows = [
@@ -140,9 +242,12 @@ def _late_rank(g: StepGraph, segs: list[Segment], on_path: set[int]) -> list[Seg
         if j.lateness_ns > 0 and j.node in on_path
     ]
     if not windows:
-        return segs
+        return table
+    late = {r for r, _, _ in windows}
+    if not np.isin(table.rank, list(late)).any():
+        return table
     out: list[Segment] = []
-    for s in segs:
+    for s in table.rows():
         cuts = sorted(
             (max(lo, s.start_ns), min(hi, s.end_ns))
             for r, lo, hi in windows
@@ -158,15 +263,15 @@ def _late_rank(g: StepGraph, segs: list[Segment], on_path: set[int]) -> list[Seg
                 t = b
         if s.end_ns > t:
             out.append(Segment(s.rank, t, s.end_ns, s.cause, s.detail, s.name))
-    return out
+    return Segments.of(out)
 
 
 def cause_totals(paths: list[StepPath]) -> dict[str, int]:
     """Σ ns per cause over *paths*."""
     out = dict.fromkeys(CAUSES, 0)
     for p in paths:
-        for s in p.segments:
-            out[s.cause] += s.duration_ns
+        for (cause, _, _), ns in p.by_cause().items():
+            out[cause] += ns
     return out
 
 

@@ -14,9 +14,9 @@ column when present, else host rows before GPU rows, each in table order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -81,10 +81,24 @@ class Events:
     wait_on_stream: np.ndarray
     wait_on_corr: np.ndarray
     n_host: int
+    name_code: np.ndarray
+    """Per event, the position of its name in :attr:`name_set`."""
+    name_set: np.ndarray
+    """The distinct names (object array of str; may repeat a name): per-name work is done
+    once per entry here and taken by :attr:`name_code`."""
 
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.ts
+
+    def per_name(self, fn: Callable[[str], Any], dtype: Any = bool) -> np.ndarray:
+        """``fn(name)`` of every event, computed once per distinct name."""
+        return np.asarray([fn(u) for u in self.name_set.tolist()], dtype=dtype)[self.name_code]
+
+    def name_in(self, names: Collection[str]) -> np.ndarray:
+        """Per event, whether its name is one of *names* (``np.isin(name, names)``)."""
+        wanted = frozenset(names)
+        return self.per_name(wanted.__contains__)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -96,17 +110,30 @@ def _strings(col: Iterable[object], n: int) -> np.ndarray:
     return out
 
 
+def _coded(col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, distinct strings)`` of a string column: missing values are ``""`` (as
+    :func:`_strings`); the strings are made once per distinct value (``Series.factorize``)."""
+    codes, uniques = col.factorize()
+    u = _strings([*list(uniques), None], len(uniques) + 1)
+    codes = np.asarray(codes, np.int64)
+    return np.where(codes < 0, len(uniques), codes), u
+
+
 def build_events(trace: Trace) -> Events:
     """The table of *trace*'s events (module docstring)."""
     h, g = trace.host, trace.gpu
     nh, ng = len(h), len(g)
     g_stream = g["stream"].to_numpy(dtype=np.int64)
     g_dev = g["device"].to_numpy(dtype=np.int64)
-    kind = [GPU_CAT_BY_KIND.get(str(k), "other") for k in g["kind"].astype(object)]
-    name = np.concatenate(
-        [_strings(h["name"].astype(object), nh), _strings(g["name"].astype(object), ng)]
-    )
-    cat = np.concatenate([_strings(h["cat"].astype(object), nh), np.array(kind, dtype=object)])
+    k_code, k_set = _coded(g["kind"])
+    kind = np.array([GPU_CAT_BY_KIND.get(k, "other") for k in k_set.tolist()], dtype=object)
+    h_code, h_set = _coded(h["name"])
+    g_code, g_set = _coded(g["name"])
+    name_code = np.concatenate([h_code, g_code + len(h_set)])
+    name_set = np.concatenate([h_set, g_set])
+    name = name_set[name_code]
+    c_code, c_set = _coded(h["cat"])
+    cat = np.concatenate([c_set[c_code], kind[k_code]])
     stream = np.concatenate([np.full(nh, -1, np.int64), g_stream])
     corr = np.concatenate(
         [h["correlation"].to_numpy(dtype=np.int64), g["correlation"].to_numpy(dtype=np.int64)]
@@ -124,7 +151,7 @@ def build_events(trace: Trace) -> Events:
     else:
         order = np.arange(nh + ng, dtype=np.int64)
     gpu_side = (stream >= 0) & (corr >= 0)
-    gpu_side[nh:] |= np.isin(name[nh:], STREAMLESS_SYNC)
+    gpu_side[nh:] |= np.isin(g_set, STREAMLESS_SYNC)[g_code]
     link = _link(corr, gpu_side)
     wos = np.concatenate([np.full(nh, -1, np.int64), optional_gpu_column(trace, "wait_on_stream")])
     woc = np.concatenate(
@@ -147,6 +174,8 @@ def build_events(trace: Trace) -> Events:
         wos,
         woc,
         nh,
+        name_code,
+        name_set,
     )
 
 

@@ -157,7 +157,7 @@ def build_hta_graph(ev: Events, clipped: np.ndarray, opts: HtaOptions | None = N
     pos = np.arange(2 * k)
     start_of[g.node_event[g.node_start]] = pos[g.node_start]
     end_of[g.node_event[~g.node_start]] = pos[~g.node_start]
-    lock = np.isin(ev.name, list(LOCK_CALLS)) & (start_of >= 0)
+    lock = ev.name_in(LOCK_CALLS) & (start_of >= 0)
     if opts.lock_edges:
         _lock_edges(g, ev, lock)
     _call_stack_edges(g, ev, clipped, start_of, end_of, lock if opts.lock_edges else None, opts)
@@ -203,7 +203,7 @@ def _call_stack_edges(
             tid = np.where(ev.is_host & (tid == bwd), fwd, tid)
     dur = ev.end - ev.ts
     cpu = clipped & (ev.stream == -1) & (dur > 0)
-    is_blocking = np.isin(ev.name, list(BLOCKING_CALLS))
+    is_blocking = ev.name_in(BLOCKING_CALLS)
     for walk in thread_walks(ev.ts, ev.end, ev.order, ev.pid, tid, np.flatnonzero(cpu)):
         last: int | None = None
         depth = 0
@@ -231,7 +231,7 @@ def _call_stack_edges(
 def _queue_lengths(ev: Events) -> dict[int, int]:
     """HTA ``_get_queue_length_time_series_for_rank``: per stream, +1 at each launch call that
     launched a stream row, -1 at that row's start; the running sum at each of those events."""
-    launch = np.isin(ev.name, list(LAUNCH_NAMES)) & (ev.link >= 0) & ev.is_host
+    launch = ev.name_in(LAUNCH_NAMES) & (ev.link >= 0) & ev.is_host
     calls = np.flatnonzero(launch)
     kern = ev.link[calls]
     ok = ev.stream[kern] != -1
@@ -263,8 +263,8 @@ def event_records(ev: Events) -> dict[int, int]:
         int(c): (int(ev.pid[w]), int(s))
         for w, c, s in zip(waits, ev.wait_on_corr[waits], ev.wait_on_stream[waits], strict=True)
     }
-    records = np.flatnonzero(ev.is_host & (ev.name == "cudaEventRecord"))
-    launches = np.flatnonzero(np.isin(ev.name, list(LAUNCH_NAMES)) & ev.is_host & (ev.link >= 0))
+    records = np.flatnonzero(ev.is_host & ev.name_in(("cudaEventRecord",)))
+    launches = np.flatnonzero(ev.name_in(LAUNCH_NAMES) & ev.is_host & (ev.link >= 0))
     launches = launches[ev.stream[ev.link[launches]] != -1]
     launches = launches[np.argsort(ev.ts[launches], kind="stable")]
     out: dict[int, int] = {}
@@ -288,7 +288,7 @@ def _next_launch(ev: Events, wait_call: int, stream: int) -> int:
     """The first launch call on the waiting call's thread onto *stream* after it, or -1."""
     m = (
         ev.is_host
-        & np.isin(ev.name, list(LAUNCH_NAMES))
+        & ev.name_in(LAUNCH_NAMES)
         & (ev.link >= 0)
         & (ev.pid == ev.pid[wait_call])
         & (ev.tid == ev.tid[wait_call])
@@ -311,7 +311,7 @@ def _kernel_edges(
     records = event_records(ev)
     rows = np.flatnonzero(
         clipped
-        & ((ev.stream != -1) | np.isin(ev.name, STREAMLESS_SYNC))
+        & ((ev.stream != -1) | ev.name_in(STREAMLESS_SYNC))
         & ((ev.link >= 0) | (ev.correlation >= 0))
     )
     is_sync = ev.cat[rows] == "cuda_sync"

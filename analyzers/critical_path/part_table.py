@@ -31,9 +31,23 @@ collective, cause = message bytes, group size and link peak GB/s as exact float 
 ROWS = ("part", "node", "edge", "step", "collective")
 
 
-def _cat(values: list[object]) -> pd.Categorical:
-    strings: list[object] = ["" if v is None else str(v) for v in values]
-    return pd.Categorical(strings)
+def _cat(*parts: object) -> pd.Categorical[str]:
+    """One categorical column of *parts* (object arrays or lists of str; None → ""), its
+    categories sorted (as ``pd.Categorical`` of the strings; built from the distinct values so
+    that no per-row string conversion is made)."""
+    arrays = [np.asarray(x, dtype=object).reshape(-1) for x in parts]
+    values = np.concatenate(arrays) if arrays else np.zeros(0, object)
+    codes, uniques = pd.factorize(values)
+    strings = ["" if u is None else str(u) for u in uniques]
+    if (codes < 0).any():
+        strings.append("")
+        codes = np.where(codes < 0, len(strings) - 1, codes)
+    categories = sorted(set(strings))
+    where = {c: i for i, c in enumerate(categories)}
+    remap = np.asarray([where[c] for c in strings], dtype=np.int64)
+    return pd.Categorical.from_codes(
+        remap[codes] if len(codes) else codes, categories=pd.Index(categories)
+    )
 
 
 def part_table(p: RankGraph) -> pd.DataFrame:
@@ -42,15 +56,14 @@ def part_table(p: RankGraph) -> pd.DataFrame:
     has_in[p.dst] = True
     sources = np.flatnonzero(~has_in)
     n, m, s, c = len(sources), len(p.src), len(p.step_num), len(p.coll_key)
-    blank = [""] * (1 + n)
+    blank = np.full(1 + n, "", dtype=object)
+    no_step = np.full(s, "", dtype=object)
     facts = [" ".join(repr(float(x)) for x in f) for f in p.coll_facts.tolist()]
     i32 = np.int32
+    row = np.repeat(np.arange(len(ROWS), dtype=np.int8), [1, n, m, s, c])
     return pd.DataFrame(
         {
-            "row": pd.Categorical(
-                ["part"] + ["node"] * n + ["edge"] * m + ["step"] * s + ["collective"] * c,
-                categories=list(ROWS),
-            ),
+            "row": pd.Categorical.from_codes(row, categories=pd.Index(list(ROWS))),
             "a": np.concatenate([[p.rank], sources, p.src, p.step_start, p.coll_start]).astype(i32),
             "b": np.concatenate([[-1], np.full(n, -1), p.dst, p.step_done, p.coll_end]).astype(i32),
             "t": np.concatenate(
@@ -65,10 +78,10 @@ def part_table(p: RankGraph) -> pd.DataFrame:
             "kind": np.concatenate([np.full(1 + n, -1), p.kind, np.full(s + c, -1)]).astype(
                 np.int8
             ),
-            "cause": _cat(blank + list(p.cause) + [""] * s + facts),
-            "detail": _cat(blank + list(p.detail) + [""] * s + list(p.coll_key)),
-            "name": _cat(blank + list(p.name) + [""] * s + list(p.coll_kernel)),
-            "category": _cat(blank + list(p.category) + [""] * s + list(p.coll_name)),
+            "cause": _cat(blank, p.cause, no_step, facts),
+            "detail": _cat(blank, p.detail, no_step, p.coll_key),
+            "name": _cat(blank, p.name, no_step, p.coll_kernel),
+            "category": _cat(blank, p.category, no_step, p.coll_name),
             "flag_launching": np.concatenate(
                 [np.zeros(1 + n, bool), p.launching, np.zeros(s + c, bool)]
             ),

@@ -73,24 +73,93 @@ def hta_longest_path(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
     return path
 
 
+def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) -> list[int]:
+    """A topological order of nodes ``0..n-1`` when no edge goes back in *time*: by time, nodes
+    of equal time joined by edges in the order of those edges (:func:`topological_order` of
+    that small subgraph, which raises ValueError on a cycle); with an edge back in time,
+    :func:`topological_order` of the whole graph."""
+    time = np.asarray(time, np.int64)
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    ts, td = time[src], time[dst]
+    if bool((ts > td).any()):
+        return topological_order(n, src, dst)
+    tie = np.flatnonzero(ts == td)
+    if not len(tie):
+        return np.argsort(time, kind="stable").tolist()
+    nodes = np.unique(np.concatenate([src[tie], dst[tie]]))
+    local = topological_order(
+        len(nodes), np.searchsorted(nodes, src[tie]), np.searchsorted(nodes, dst[tie])
+    )
+    among = np.zeros(n, np.int64)
+    among[nodes[np.asarray(local, np.int64)]] = np.arange(1, len(nodes) + 1)
+    return np.lexsort((among, time)).tolist()
+
+
+def in_edges(n: int, dst: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """``(ptr, edges, first)``: node *v*'s in-edges are ``edges[ptr[v]:ptr[v + 1]]``, in edge
+    order; ``first[v]`` is the first of them (-1 when none)."""
+    order = np.argsort(dst, kind="stable")
+    ptr = np.searchsorted(dst[order], np.arange(n + 1))
+    head = ptr[:-1]
+    if not len(order):
+        return ptr.tolist(), [], [-1] * n
+    first = np.where(head < ptr[1:], order[np.minimum(head, len(order) - 1)], -1)
+    return ptr.tolist(), order.tolist(), first.tolist()
+
+
+def settled(
+    times: np.ndarray, src: np.ndarray, dst: np.ndarray, delay: np.ndarray, anchor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`replay`'s result without the pass, when *times* already solve the replay's
+    equation at every node (``times[v] = max(anchor[v], max over e of times[u] + delay[e])``,
+    whose solution on a DAG is unique) — the measured graph does by construction; else None.
+    The binding edge of a node is its first in-edge (edge order) reaching ``times[v]`` above the
+    anchor, as in the pass."""
+    times = np.asarray(times, np.int64)
+    cand = times[src] + delay
+    best = np.asarray(anchor, np.int64).copy()
+    np.maximum.at(best, dst, cand)
+    if not np.array_equal(best, times):
+        return None
+    hit = np.flatnonzero((cand == times[dst]) & (cand > anchor[dst]))
+    why = np.full(len(times), -1, np.int64)
+    d = dst[hit]
+    order = np.argsort(d, kind="stable")
+    ds = d[order]
+    first = np.r_[True, ds[1:] != ds[:-1]] if len(ds) else np.zeros(0, bool)
+    why[ds[first]] = hit[order[first]]
+    return times.copy(), why
+
+
 def replay(
     n: int,
     topo: list[int],
-    pred: list[list[tuple[int, int]]],
+    pred: tuple[list[int], list[int], list[int]],
+    src: np.ndarray,
     delay: np.ndarray,
     anchor: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Max-plus replay: ``t[v] = max(anchor[v], max over in-edges e=(u, v) of t[u] + delay[e])``
-    (``anchor`` = -2**62 for nodes that only follow their predecessors).  *pred* lists
-    ``(u, edge index)`` per node.  Returns the times and, per node, the edge that set it (-1 when
-    the anchor did)."""
+    (``anchor`` = -2**62 for nodes that only follow their predecessors).  *pred* is
+    :func:`in_edges`.  Returns the times and, per node, the edge that set it (-1 when the
+    anchor did)."""
+    ptr, edges, first = pred
     d = delay.tolist()
+    s = src.tolist()
     t = anchor.tolist()
     why = [-1] * n
     for v in topo:
+        lo, hi = ptr[v], ptr[v + 1]
+        if hi - lo == 1:  # most nodes: one in-edge
+            e = first[v]
+            c = t[s[e]] + d[e]
+            if c > t[v]:
+                t[v] = c
+                why[v] = e
+            continue
         best, arg = t[v], -1
-        for u, e in pred[v]:
-            c = t[u] + d[e]
+        for e in edges[lo:hi]:
+            c = t[s[e]] + d[e]
             if c > best:
                 best, arg = c, e
         t[v] = best

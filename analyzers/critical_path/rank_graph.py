@@ -31,6 +31,7 @@ by :func:`analyzers.critical_path.step_graph.build_step_graph`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -146,7 +147,7 @@ def rank_graph(trace: Trace) -> RankGraph:
     ev = build_events(trace)
     b = _Builder()
     dur = ev.end - ev.ts
-    is_step = ev.is_host & np.array([_is_step(s) for s in ev.name.tolist()], bool)
+    is_step = ev.is_host & ev.per_name(_is_step)
     host = ev.is_host & (dur > 0) & (np.isin(ev.cat, NODE_CATS) | is_step)
     gpu = ~ev.is_host & (ev.stream >= 0) & np.isin(ev.cat, ("kernel", "gpu_memcpy", "gpu_memset"))
     members = np.flatnonzero(host | gpu)
@@ -218,7 +219,7 @@ def _host_edges(
     """Call-stack walk edges per thread (each boundary's node → the next one's); returns which
     host events are, or contain, a launch (a launch and its ancestors on the walk's stack)."""
     launches_gpu = np.zeros(len(ev), bool)
-    is_launch = np.isin(ev.name, list(LAUNCH_NAMES))
+    is_launch = ev.name_in(LAUNCH_NAMES)
     parent_of = np.full(len(ev), -1, np.int64)
     for e, entering, parent in thread_walk_arrays(
         ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)
@@ -258,7 +259,7 @@ def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> 
 def _next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> np.ndarray:
     """Per host call, the GPU row of the first launch on the call's thread after it — onto
     ``streams[i]`` when ≥ 0, any stream otherwise — or -1."""
-    launch = ev.is_host & np.isin(ev.name, list(LAUNCH_NAMES)) & (ev.link >= 0)
+    launch = ev.is_host & ev.name_in(LAUNCH_NAMES) & (ev.link >= 0)
     launches = np.flatnonzero(launch)
     launches = launches[ev.stream[ev.link[launches]] >= 0]
     out = np.full(len(calls), -1, np.int64)
@@ -325,7 +326,7 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
             vs.append(int(end[call]))
     b.edges(us, vs, "sync")
     # wait calls without a sync row at all (older Kineto records none)
-    bare = np.flatnonzero(ev.is_host & np.isin(ev.name, WAIT_CALLS) & (ev.link < 0))
+    bare = np.flatnonzero(ev.is_host & ev.name_in(WAIT_CALLS) & (ev.link < 0))
     swe_calls = bare[ev.name[bare] == "cudaStreamWaitEvent"]
     nxt = _next_launched_rows(ev, swe_calls, np.full(len(swe_calls), -1, np.int64))
     unresolved.update(int(start[t]) for t in nxt.tolist() if t >= 0 and start[t] >= 0)
@@ -343,57 +344,86 @@ def _labels(
     cats: np.ndarray,
     launches_gpu: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per edge (cause, detail, name, category); the cause table is blame's module docstring."""
-    m = len(src)
+    """Per edge (cause, detail, name, category); the cause table is blame's module docstring.
+
+    A ``gpu`` edge: ``exposed_communication`` (detail: the kernel name up to its first "(",
+    60 characters), ``memory`` (the name up to " (") or ``compute`` (its category); ``launch``
+    / ``stream``: ``launch_gap``; ``sync``: ``synchronisation`` (the call); ``wait``:
+    ``synchronisation`` (cross-stream wait); ``complete``: ``cpu``.  A host edge's time belongs
+    to the op it ends in (or the parent op between siblings): ``synchronisation`` for a
+    blocking call (:data:`SYNC_CALL_NAMES`), ``data_loading`` when the name matches
+    :data:`DATA_LOADING`, ``launch_gap`` (``host``) between nodes of ops that launch GPU work
+    (neither a ``ProfilerStep``), else ``cpu``.  Per-name work is done once per distinct name."""
     ev_v, ev_u = node_event[dst], node_event[src]
     ev_pos = np.where(ev_v >= 0, ev_v, ev_u)
-    names = np.where(ev_pos >= 0, ev.name[np.maximum(ev_pos, 0)], "").astype(object)
-    category = np.where(kind == K["gpu"], cats[np.maximum(ev_u, 0)], "").astype(object)
-    cause = np.empty(m, dtype=object)
-    detail = np.empty(m, dtype=object)
-    is_step = np.array([_is_step(s) for s in ev.name.tolist()], bool)
-    kinds = kind.tolist()
-    name_l = names.tolist()
-    cat_l = category.tolist()
-    u_l, v_l = ev_u.tolist(), ev_v.tolist()
-    for e in range(m):
-        k, name = KINDS[kinds[e]], name_l[e]
-        if k == "gpu":
-            c = cat_l[e]
-            if c == COMMUNICATION:
-                cause[e], detail[e] = "exposed_communication", name.split("(")[0][:60]
-            elif c == MEMORY:
-                cause[e], detail[e] = "memory", name.split(" (")[0]
-            else:
-                cause[e], detail[e] = "compute", c
-        elif k in ("launch", "stream"):
-            cause[e], detail[e] = "launch_gap", k
-        elif k == "sync":
-            cause[e], detail[e] = "synchronisation", name
-        elif k == "wait":
-            cause[e], detail[e] = "synchronisation", "cross-stream wait"
-        elif k == "complete":
-            cause[e], detail[e] = "cpu", k
-        else:
-            cause[e], detail[e] = _host_label(
-                name, u_l[e], v_l[e], ev.n_host, launches_gpu, is_step
-            )
-    return cause, detail, names, category
+    n_set = len(ev.name_set)
+    code = np.where(ev_pos >= 0, ev.name_code[np.maximum(ev_pos, 0)], n_set)
+    name_set = np.concatenate([ev.name_set, np.array([""], dtype=object)])
+    names = name_set[code]
+    gpu = kind == K["gpu"]
+    cat_code, cat_set = pd_factorize(cats)
+    edge_cat = np.where(gpu, cat_code[np.maximum(ev_u, 0)], -1)
+    category = np.concatenate([cat_set, np.array([""], dtype=object)])[edge_cat]
+    uniq = name_set.tolist()
+    # labels as positions in one table: fixed labels, then per name, then per category
+    fixed = ["", "cpu", "exposed_communication", "memory", "compute", "launch_gap",
+             "synchronisation", "data_loading", "launch", "stream", "cross-stream wait",
+             "complete", "host"]  # fmt: skip
+    at = {v: i for i, v in enumerate(fixed)}
+    n_u = len(uniq)
+    comm_at, mem_at, name_at = len(fixed), len(fixed) + n_u, len(fixed) + 2 * n_u
+    cat_at = len(fixed) + 3 * n_u
+    table = np.asarray(
+        fixed
+        + [u.split("(")[0][:60] for u in uniq]
+        + [u.split(" (")[0] for u in uniq]
+        + uniq
+        + cat_set.tolist(),
+        dtype=object,
+    )
+    cause = np.full(len(src), at["cpu"], np.int64)
+    detail = np.full(len(src), at[""], np.int64)
+    is_comm = np.asarray([c == COMMUNICATION for c in cat_set.tolist()] + [False], bool)
+    is_mem = np.asarray([c == MEMORY for c in cat_set.tolist()] + [False], bool)
+    comm = gpu & is_comm[edge_cat]
+    mem = gpu & is_mem[edge_cat] & ~comm
+    comp = gpu & ~comm & ~mem
+    cause[comm], detail[comm] = at["exposed_communication"], comm_at + code[comm]
+    cause[mem], detail[mem] = at["memory"], mem_at + code[mem]
+    cause[comp], detail[comp] = at["compute"], cat_at + edge_cat[comp]
+    for k in ("launch", "stream"):
+        hit = kind == K[k]
+        cause[hit], detail[hit] = at["launch_gap"], at[k]
+    sync = kind == K["sync"]
+    cause[sync], detail[sync] = at["synchronisation"], name_at + code[sync]
+    wait = kind == K["wait"]
+    cause[wait], detail[wait] = at["synchronisation"], at["cross-stream wait"]
+    detail[kind == K["complete"]] = at["complete"]
+    # host edges (every other kind)
+    host = ~np.isin(kind, [K[k] for k in ("gpu", "launch", "stream", "sync", "wait", "complete")])
+    host &= ev_v >= 0
+
+    def per_name(fn: Callable[[str], bool]) -> np.ndarray:
+        return np.asarray([fn(u) for u in uniq], bool)[code]
+
+    is_sync = host & per_name(SYNC_CALL_NAMES.__contains__)
+    cause[is_sync], detail[is_sync] = at["synchronisation"], name_at + code[is_sync]
+    data = host & ~is_sync & per_name(lambda n: DATA_LOADING.search(n) is not None)
+    cause[data], detail[data] = at["data_loading"], name_at + code[data]
+    is_step = ev.per_name(_is_step)
+    u, v = np.maximum(ev_u, 0), np.maximum(ev_v, 0)
+    gap = host & ~is_sync & ~data & (ev_u >= 0) & launches_gpu[v] & launches_gpu[u]
+    gap &= ~(is_step[v] | is_step[u])
+    cause[gap], detail[gap] = at["launch_gap"], at["host"]
+    return table[cause], table[detail], names, category
 
 
-def _host_label(
-    name: str, u: int, v: int, n_host: int, launches_gpu: np.ndarray, is_step: np.ndarray
-) -> tuple[str, str]:
-    """A host edge's time belongs to the op it ends in (or the parent op between siblings)."""
-    if v < 0:
-        return "cpu", ""
-    if name in SYNC_CALL_NAMES:
-        return "synchronisation", name
-    if DATA_LOADING.search(name):
-        return "data_loading", name
-    if u >= 0 and launches_gpu[v] and launches_gpu[u] and not (is_step[v] or is_step[u]):
-        return "launch_gap", "host"
-    return "cpu", ""
+def pd_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, distinct values)`` of an object array (first-seen order; no missing values)."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return np.asarray(codes, np.int64), np.asarray(uniques, dtype=object)
 
 
 def _collective_rows(

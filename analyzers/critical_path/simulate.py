@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.critical_path.paths import replay
+from analyzers.critical_path.paths import replay, settled
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
 NO_ANCHOR = -(2**62)
@@ -105,7 +105,12 @@ def anchors(g: StepGraph) -> np.ndarray:
 def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Node times and binding edges after *change* (None: the measured graph)."""
     d = g.delay.copy() if change is None else delays(g, change)
-    return replay(len(g.node_time), g.topo, g.pred, d, anchors(g))
+    anchor = anchors(g)
+    if change is None:  # the measured graph replays to its measured times (step_graph)
+        done = settled(g.node_time, g.src, g.dst, d, anchor)
+        if done is not None:
+            return done
+    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor)
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:
@@ -149,7 +154,8 @@ def _rank_on_time(g: StepGraph, rank: int, d: np.ndarray) -> None:
             continue
         hi = j.arrivals[rank]
         lo = hi - j.lateness_ns
-        e_in = [e for u, e in g.pred[j.node] if g.node_rank[u] == rank]
+        ptr, edges, _ = g.pred
+        e_in = [e for e in edges[ptr[j.node] : ptr[j.node + 1]] if g.node_rank[g.src[e]] == rank]
         v = int(g.src[e_in[0]]) if e_in else -1
         while v >= 0 and g.node_time[v] > lo and g.node_rank[v] == rank:
             e = int(why[v])

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.critical_path.paths import topological_order
+from analyzers.critical_path.paths import forward_order, in_edges
 from analyzers.critical_path.rank_graph import (
     KINDS,
     SYNC_CALL_NAMES,
@@ -97,7 +97,9 @@ class StepGraph:
     joins: list[Join]
     offsets: dict[int, int]
     topo: list[int]
-    pred: list[list[tuple[int, int]]]
+    """A topological order of the nodes (:func:`analyzers.critical_path.paths.forward_order`)."""
+    pred: tuple[list[int], list[int], list[int]]
+    """Each node's in-edges (:func:`analyzers.critical_path.paths.in_edges`)."""
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
@@ -254,10 +256,8 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         binding[seq[first]] = True
     delay = np.where(binding, gap, np.minimum(gap, 0))
     n = len(aligned)
-    topo = topological_order(n, s_all, d_all)
-    pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for e, (u, v) in enumerate(zip(s_all.tolist(), d_all.tolist(), strict=True)):
-        pred[v].append((u, e))
+    topo = forward_order(n, s_all, d_all, aligned)
+    pred = in_edges(n, d_all)
     steps = [
         StepRef(
             p.rank,

@@ -53,7 +53,7 @@ def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) ->
     return parent
 
 
-def _outermost_modelled(ops: np.ndarray, parent: np.ndarray, modelled: np.ndarray) -> np.ndarray:
+def outermost_modelled(ops: np.ndarray, parent: np.ndarray, modelled: np.ndarray) -> np.ndarray:
     """Per host row, for op rows: the outermost modelled op among the row and its ancestors
     (-1 none).  Pointer jumping: ``top`` holds the answer for the chain segment from a row up
     to (not including) ``up``; joining a segment with the one above it keeps the upper answer
@@ -99,6 +99,58 @@ def gpu_work_time_ns(trace: Trace) -> int:
     return int((work["end_ns"] - work["start_ns"]).sum())
 
 
+ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
+"""The host columns the op models read, in :func:`~analyzers.op_models.model_op` order."""
+
+
+def name_codes(col: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """``(codes, distinct values)`` of a name column; a missing value's code points at a
+    trailing ``NaN`` entry (what ``astype(object)`` gives for it)."""
+    codes, uniques = col.factorize()
+    codes = np.asarray(codes, np.int64)
+    return np.where(codes < 0, len(uniques), codes), [*uniques, np.nan]
+
+
+def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
+    """The cost of every op row (positions *ops* of *host*) whose op has a model that gives
+    one (:func:`~analyzers.op_models.model_op` on the recorded :data:`ARG_COLUMNS`, None for a
+    column the trace lacks); one model call per distinct (op, arguments)."""
+    codes, names = name_codes(host["name"])
+    has_model = np.asarray([isinstance(n, str) and n in MODELS for n in names], bool)
+    rows = ops[has_model[codes[ops]]]
+    if not len(rows):
+        return {}
+    cols = [
+        host[c].take(rows).to_numpy() if c in host else np.full(len(rows), None, object)
+        for c in ARG_COLUMNS
+    ]
+    costs: dict[int, OpCost] = {}
+    for j, i in enumerate(rows.tolist()):
+        c = _model((names[codes[i]], *(v[j] for v in cols)))
+        if c is not None:
+            costs[i] = c
+    return costs
+
+
+_SEEN: dict[tuple[Any, ...], OpCost | None] = {}
+_SEEN_MAX = 1 << 16
+
+
+def _model(key: tuple[Any, ...]) -> OpCost | None:
+    """``model_op(*key)``, once per distinct key in this process (the serving and roofline
+    sections model the same calls; :class:`OpCost` is immutable)."""
+    try:
+        return _SEEN[key]
+    except KeyError:
+        pass
+    except TypeError:  # an argument recorded as a list: not hashable
+        return model_op(*key)
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    c = _SEEN[key] = model_op(*key)
+    return c
+
+
 def _empty(cols: list[str], gpu_time: int) -> pd.DataFrame:
     out = pd.DataFrame(columns=cols)
     out.attrs[GPU_TIME] = gpu_time
@@ -126,25 +178,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     if len(ops) == 0 or len(launches) == 0:
         return _empty(cols, gpu_time)
 
-    names = host["name"].astype(object).to_numpy()
-    dims = host["input_dims"].to_numpy()
-    types = host["input_types"].to_numpy()
-    none = np.full(len(host), None, dtype=object)
-    concrete = host["concrete_inputs"].to_numpy() if "concrete_inputs" in host else none
-    strides = host["input_strides"].to_numpy() if "input_strides" in host else none
-    costs: dict[int, OpCost] = {}
-    seen: dict[tuple[Any, ...], OpCost | None] = {}  # calls with the same recorded arguments
-    for i in ops.tolist():
-        if names[i] in MODELS:
-            key = (names[i], dims[i], types[i], concrete[i], strides[i])
-            try:
-                c = seen[key]
-            except KeyError:
-                c = seen[key] = model_op(*key)
-            except TypeError:  # an argument recorded as a list: not hashable
-                c = model_op(*key)
-            if c is not None:
-                costs[i] = c
+    costs = modelled_costs(host, ops)
     if not costs:
         return _empty(cols, gpu_time)
 
@@ -156,7 +190,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     modelled = np.zeros(len(host), dtype=bool)
     modelled[np.fromiter(costs, dtype=np.int64, count=len(costs))] = True
     # outermost modelled ancestor-or-self of each op (parents precede their children)
-    top = _outermost_modelled(ops, parent, modelled)
+    top = outermost_modelled(ops, parent, modelled)
 
     # the op a launch belongs to: the op with the launch's external id (the first such op) if
     # it encloses the launch on its thread, else the innermost enclosing op
@@ -197,8 +231,17 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)
     )
     rows = []
-    for owner, k, t in zip(agg.index, agg["kernels"], agg["kernel_time_ns"], strict=True):
-        i = int(owner)
+    at = agg.index.to_numpy().astype(np.int64)
+
+    def column(c: str) -> list[Any]:
+        return host[c].take(at).tolist() if c in host else [None] * len(at)
+
+    names, dims, types, concrete = (
+        column(c) for c in ("name", "input_dims", "input_types", "concrete_inputs")
+    )
+    for j, (i, k, t) in enumerate(
+        zip(at.tolist(), agg["kernels"], agg["kernel_time_ns"], strict=True)
+    ):
         c = costs[i]
         prec = c.precision
         if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
@@ -206,10 +249,10 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         rows.append(
             (
                 i,
-                names[i],
-                _text(dims[i]),
-                _text(types[i]),
-                _text(concrete[i]),
+                names[j],
+                _text(dims[j]),
+                _text(types[j]),
+                _text(concrete[j]),
                 c.kind,
                 prec,
                 c.exact,

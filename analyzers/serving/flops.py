@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from analyzers import intervals
-from analyzers.op_models import MODELS, TF32_KERNEL, model_op
+from analyzers.op_models import TF32_KERNEL
+from analyzers.op_models.attribution import modelled_costs, name_codes, outermost_modelled
 from collectors.linking import enclosing_parents
 
 if TYPE_CHECKING:
@@ -67,46 +68,38 @@ MFU_COLUMNS = (
 )
 """Columns of :func:`mfu_table`."""
 _TF32_RX = re.compile(TF32_KERNEL)
-_ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
-"""The host columns the op models read, in :func:`~analyzers.op_models.model_op` order."""
 
 
-def _modelled_tops(host: pd.DataFrame) -> tuple[dict[int, int], dict[int, OpCost], set[int]]:
-    """Per ``cpu_op`` host row: its outermost modelled ancestor-or-self (absent: none); the cost
-    of every modelled op; the op rows inside a recomputation op."""
+def _modelled_tops(host: pd.DataFrame) -> tuple[np.ndarray, dict[int, OpCost], np.ndarray]:
+    """Per host row: for ``cpu_op`` rows, the outermost modelled op among the row and its
+    ancestors (-1: none; every other row -1); the cost of every modelled op; whether the row is
+    an op inside a recomputation op (:data:`RECOMPUTE_RE` on its name or an ancestor's)."""
+    n = len(host)
     cat = host["cat"].astype(object).to_numpy()
     ops = np.flatnonzero(cat == "cpu_op")
     if not len(ops):
-        return {}, {}, set()
-    names = host["name"].astype(object).to_numpy()
-    cols = {c: host[c].to_numpy() if c in host else None for c in _ARG_COLUMNS}
-    costs: dict[int, OpCost] = {}
-    seen: dict[tuple[Any, ...], OpCost | None] = {}  # one model call per distinct (op, arguments)
-    for i in ops.tolist():
-        if names[i] in MODELS:
-            key = (names[i], *(None if v is None else v[i] for v in cols.values()))
-            try:
-                c = seen[key]
-            except KeyError:
-                c = seen[key] = model_op(*key)
-            except TypeError:  # an unhashable argument value: model it as it is
-                c = model_op(*key)
-            if c is not None:
-                costs[i] = c
+        return np.full(n, -1, np.int64), {}, np.zeros(n, bool)
+    costs = modelled_costs(host, ops)
     start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
-    parent = enclosing_parents(
-        start, end, (host["pid"].to_numpy()[ops], host["tid"].to_numpy()[ops])
-    )
-    marker = np.array([bool(RECOMPUTE_RE.search(str(names[i]))) for i in ops.tolist()])
-    top: dict[int, int] = {}
-    inside: set[int] = set()
-    for p in np.lexsort((ops, -end, start)).tolist():  # parents before children
-        i, up = int(ops[p]), int(parent[p])
-        above = top.get(int(ops[up]), -1) if up >= 0 else -1
-        top[i] = above if above >= 0 else (i if i in costs else -1)
-        if marker[p] or (up >= 0 and int(ops[up]) in inside):
-            inside.add(i)
-    return {k: v for k, v in top.items() if v >= 0}, costs, inside
+    pos = enclosing_parents(start, end, (host["pid"].to_numpy()[ops], host["tid"].to_numpy()[ops]))
+    parent = np.full(n, -1, np.int64)
+    parent[ops] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    modelled = np.zeros(n, bool)
+    modelled[np.fromiter(costs, np.int64, len(costs))] = True
+    top = np.full(n, -1, np.int64)
+    top[ops] = outermost_modelled(ops, parent, modelled)[ops]
+    codes, names = name_codes(host["name"])
+    marker = np.zeros(n, bool)
+    marker[ops] = np.asarray([bool(RECOMPUTE_RE.search(str(v))) for v in names], bool)[codes[ops]]
+    # inside: a marked op or a descendant of one (pointer jumping over the parents)
+    inside, up = marker.copy(), parent.copy()
+    live = ops[up[ops] >= 0]
+    while live.size:
+        above = up[live]
+        inside[live] |= inside[above]
+        up[live] = up[above]
+        live = live[up[live] >= 0]
+    return top, costs, inside
 
 
 def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()) -> pd.DataFrame:
@@ -124,8 +117,8 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
         if not len(sel):
             continue
         top, costs, inside = _modelled_tops(host)
-        owner[sel] = [top.get(int(r), -1) for r in op_row[sel].tolist()]
-        recomputed[sel] = [int(r) in inside for r in op_row[sel].tolist()]
+        owner[sel] = top[op_row[sel]]
+        recomputed[sel] = inside[op_row[sel]]
         cost_of.update({(s, r): c for r, c in costs.items()})
     modelled = owner >= 0
     replay = np.where(kops["graph_launch"].to_numpy(dtype=bool), kops["launch_row"].to_numpy(), -1)

@@ -23,10 +23,16 @@ usable CPUs, and neither ``GPUSCOPE_READ_PROCS=1`` nor :func:`serial_reads` (the
 workers of :mod:`reports.parallel` read serially: they already fill the CPUs).  The helper only
 decodes and builds numpy columns (no imports, no output but its pipe; the one lock it takes was
 made for it), so forking is safe even when the parent runs other threads (a progress bar).
+
+:func:`start_early` forks the helper before the caller has imported the rest of its work (the
+CLI knows its one input file before it imports pandas): the helper claims chunks on the spare CPU
+while the caller imports, and the later :func:`read_rows` joins it.  This module imports only
+numpy and msgspec (through the chunk reader) for that reason.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import multiprocessing
@@ -96,12 +102,18 @@ def serial_reads() -> Iterator[None]:
             _serial_depth -= 1
 
 
-def wanted(path: Path) -> bool:
-    """Whether reading *path* in parallel should pay off (see the module docstring)."""
+def spare_cpu() -> bool:
+    """Whether this process may put a second CPU to work: Linux, two usable CPUs (or
+    ``GPUSCOPE_READ_PROCS=2``), neither ``GPUSCOPE_READ_PROCS=1`` nor :func:`serial_reads`."""
     setting = os.environ.get(ENV, "").strip()
     if _serial_depth or setting == "1" or not sys.platform.startswith("linux"):
         return False
-    if setting != "2" and usable_cpus() < 2:
+    return setting == "2" or usable_cpus() >= 2
+
+
+def wanted(path: Path) -> bool:
+    """Whether reading *path* in parallel should pay off (see the module docstring)."""
+    if not spare_cpu():
         return False
     try:
         return text_bytes(path) >= MIN_TEXT_BYTES
@@ -131,13 +143,62 @@ def gzip_isize(path: Path) -> int | None:
         return int.from_bytes(f.read(4), "little")
 
 
-def read_rows(path: Path, include_python: bool) -> RowParts:
-    """All rows of *path*, read by this process and a forked helper.
+@dataclass
+class _Helper:
+    """A forked helper reading (path, include_python), and what its parent needs of it."""
+
+    pid: int
+    read_fd: int
+    claimed: Any
+
+
+_early: dict[tuple[str, bool], _Helper] = {}
+"""Helpers started by :func:`start_early`, by (resolved path, include_python)."""
+
+
+def start_early(path: str | Path, include_python: bool = False) -> bool:
+    """Fork the helper of *path*'s parallel read now, when :func:`wanted` (True when it did).
+
+    For a caller that knows which file it will read before it has imported what the rest of its
+    work needs (the CLI, before pandas): the helper starts claiming chunks while this process
+    imports, and :func:`read_rows` of the same file later joins it instead of forking another.
+    A helper that is never joined is killed at exit (:func:`cancel_early`).
+    """
+    p = Path(path)
+    try:
+        key = (str(p.resolve()), include_python)
+        if key in _early or not p.is_file() or not wanted(p):
+            return False
+        helper = _fork_helper(p, include_python)
+    except (Fallback, OSError):
+        return False
+    if not _early:
+        atexit.register(cancel_early)
+    _early[key] = helper
+    return True
+
+
+def cancel_early() -> None:
+    """Kill and reap every helper :func:`start_early` started that no read joined."""
+    while _early:
+        _, h = _early.popitem()
+        _stop(h)
+
+
+def _stop(h: _Helper) -> None:
+    with contextlib.suppress(OSError):
+        os.close(h.read_fd)
+    with contextlib.suppress(OSError):
+        os.kill(h.pid, signal.SIGKILL)
+        os.waitpid(h.pid, 0)
+
+
+def _fork_helper(path: Path, include_python: bool) -> _Helper:
+    """Fork the helper that reads the chunks of *path* it claims.
 
     Raises:
-        Fallback: the parallel read did not succeed; read the file serially.
+        Fallback: no shared counter or no fork here.
     """
-    global last_helper
     try:
         claimed = multiprocessing.get_context("fork").Value("q", 0)  # shared memory + a lock
     except (OSError, ImportError, ValueError):  # no /dev/shm, no sem_open...
@@ -162,9 +223,25 @@ def read_rows(path: Path, include_python: bool) -> RowParts:
             os._exit(code)  # no atexit handlers, no flushing the parent's buffers
     gc.unfreeze()
     os.close(write_fd)
+    return _Helper(pid, read_fd, claimed)
+
+
+def read_rows(path: Path, include_python: bool) -> RowParts:
+    """All rows of *path*, read by this process and a forked helper (the one
+    :func:`start_early` started for it, else a new one).
+
+    Raises:
+        Fallback: the parallel read did not succeed; read the file serially.
+    """
+    global last_helper
+    early = None
+    with contextlib.suppress(OSError):
+        early = _early.pop((str(Path(path).resolve()), include_python), None)
+    h = early if early is not None else _fork_helper(path, include_python)
+    pid, read_fd = h.pid, h.read_fd
     done = False
     try:
-        rows, ends = _read_own(path, include_python, claimed)
+        rows, ends = _read_own(path, include_python, h.claimed)
         with os.fdopen(read_fd, "rb") as f:
             read_fd = -1
             data = f.read()

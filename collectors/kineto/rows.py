@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 
 from collectors.errors import InputError
+from collectors.kinds import GPU_KINDS, LAUNCH_CATS
 from collectors.kineto.columns import (
     EMPTY_INTS,
     NAME_NOT_TEXT,
@@ -56,7 +57,6 @@ from collectors.kineto.stream import (
     whole_chunks,
 )
 from collectors.limits import MAX_NESTING, TIME_LIMIT_NS, nested_deeper
-from collectors.model import GPU_KINDS, LAUNCH_CATS
 
 HOST_CATS = frozenset(
     {

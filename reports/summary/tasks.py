@@ -20,8 +20,8 @@ from analyzers.options import AnalysisOptions
 from collectors import errors as errors_mod
 from collectors.errors import GpuscopeError, InputError
 from collectors.model import Trace
-from reports.summary.assemble import rank_entry
-from reports.summary.many_ranks import RankDigest, rank_digest
+from reports.summary.forked import entry_and_digest
+from reports.summary.many_ranks import RankDigest
 from reports.summary.planning import Unit
 
 if TYPE_CHECKING:
@@ -188,8 +188,9 @@ def run_unit(
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
             for trace in traces:
-                out.entries.append(rank_entry(trace, options, inputs))
-                out.digests.append(rank_digest(trace, options, inputs))
+                entry, digest = entry_and_digest(trace, options, inputs)
+                out.entries.append(entry)
+                out.digests.append(digest)
             del traces
             if cache is not None and rkey is not None:
                 with contextlib.suppress(UnencodableError, OSError, ValueError, TypeError):

@@ -183,3 +183,49 @@ def test_text_size_of_a_gzip_file_comes_from_its_trailer(tmp_path: Path) -> None
     text = json.dumps({"traceEvents": [{"ph": "X"}] * 5000}).encode()
     path.write_bytes(gzip.compress(text))
     assert kineto_parallel.text_bytes(path) == len(text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_helper_started_early_is_joined_by_the_read(
+    monkeypatch: pytest.MonkeyPatch, small_chunks: None
+) -> None:
+    path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
+    serial = read_kineto(path, parallel=False)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
+    monkeypatch.setenv(kineto_parallel.ENV, "2")
+    assert kineto_parallel.start_early(path)
+    assert not kineto_parallel.start_early(path)  # one helper per file
+    (early,) = kineto_parallel._early.values()
+    time.sleep(0.3)  # the helper claims chunks while this process does something else
+    rows = kineto_parallel.read_rows(path, include_python=False)
+    assert not kineto_parallel._early and not _alive(early.pid)  # joined and reaped
+    helper = kineto_parallel.last_helper
+    assert helper is not None and helper.chunks > helper.all_chunks // 2
+    assert rows.chunks + helper.chunks == helper.all_chunks
+    assert_same_trace(build_trace(rows, None), serial)
+
+
+def test_a_helper_started_early_and_never_joined_is_stopped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
+    monkeypatch.setenv(kineto_parallel.ENV, "2")
+    assert kineto_parallel.start_early(path, include_python=True)
+    (early,) = kineto_parallel._early.values()
+    # a read of the file with other options does not join it
+    assert_same_trace(read_kineto(path, parallel=True), read_kineto(path, parallel=False))
+    assert kineto_parallel._early
+    kineto_parallel.cancel_early()
+    assert not kineto_parallel._early and not _alive(early.pid)
+    assert not kineto_parallel.start_early(tmp_path / "missing.json.gz")
+    assert not kineto_parallel.start_early(tmp_path)  # not a file: nothing forked
+    monkeypatch.setenv(kineto_parallel.ENV, "1")
+    assert not kineto_parallel.start_early(path)

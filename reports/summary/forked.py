@@ -1,0 +1,184 @@
+"""A rank's sections on two CPUs: this process and one forked helper share the section list.
+
+One rank's summary work is a list of independent jobs: every rank section of
+:data:`~reports.summary.registry.RANK_SECTIONS` and every run-section reducer's ``extract``
+(:data:`~reports.summary.many_ranks.RUN_REDUCERS`), each ``fn(trace, options, inputs)``.  With a
+spare CPU (:func:`collectors.kineto.spare_cpu`) and a trace of at least :data:`MIN_EVENTS` rows,
+:func:`entry_and_digest` forks one helper; this process takes jobs from the front of the list,
+the helper from the back (a shared pair of counters under one lock), so the two balance
+themselves whatever each job costs.  The helper pickles its results back through a pipe.
+
+The result is exactly the serial one (:func:`~reports.summary.assemble.rank_entry` and
+:func:`~reports.summary.many_ranks.rank_digest`, tested):
+
+* every job is a pure function of the trace (sections do not change it), so where it runs does
+  not change its value; the entry and the digest are assembled in registry order;
+* a job that raises in the helper, or a helper that fails (fork refused, killed, a result that
+  does not pickle), is simply run here, so errors are raised exactly as the serial code does.
+
+``GPUSCOPE_SECTION_PROCS=1`` keeps every job in this process; ``2`` forks whatever the size of
+the trace (tests).  The many-rank workers (:mod:`reports.summary.executors`) never fork: they
+already fill the CPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from analyzers.inputs import AnalysisInputs
+from analyzers.options import AnalysisOptions
+from collectors.model import Trace
+from reports.summary.many_ranks import RUN_REDUCERS, RankDigest
+from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS, RUN_SECTIONS
+
+MIN_EVENTS = 50_000
+"""Fork from this many host + GPU rows on (below it the fork and the pickling cost more than the
+second CPU saves)."""
+ENV = "GPUSCOPE_SECTION_PROCS"
+
+Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
+
+
+def jobs() -> list[tuple[str, str, Job]]:
+    """``(where, key, fn)`` in the order the serial code runs them: ``entry`` for a rank
+    section, ``digest`` for a run section's extract."""
+    out: list[tuple[str, str, Job]] = [("entry", k, fn) for k, fn in RANK_SECTIONS]
+    for key, fn in RUN_SECTIONS:
+        red = RUN_REDUCERS.get(key)
+        if red is not None:
+            out.append(("digest", key, _extract(red.extract, fn)))
+    return out
+
+
+def _extract(extract: Any, fn: Any) -> Job:
+    return lambda trace, options, inputs: extract(fn, trace, options, inputs)
+
+
+def wanted(trace: Trace) -> bool:
+    """Whether to fork a helper for *trace*'s jobs (module docstring)."""
+    from collectors.kineto import spare_cpu
+
+    setting = os.environ.get(ENV, "").strip()
+    if setting == "1" or not hasattr(os, "fork"):
+        return False
+    if setting == "2":
+        return True
+    return spare_cpu() and len(trace.host) + len(trace.gpu) >= MIN_EVENTS
+
+
+def entry_and_digest(
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> tuple[dict[str, Any], RankDigest]:
+    """The rank's summary entry and digest, on two CPUs when :func:`wanted` (module docstring)."""
+    todo = jobs()
+    results = _run_split(todo, trace, options, inputs) if wanted(trace) else {}
+    values = [
+        results[i] if i in results else fn(trace, options, inputs)
+        for i, (_, _, fn) in enumerate(todo)
+    ]
+    entry: dict[str, Any] = {"rank": trace.rank}
+    parts: dict[str, Any] = {}
+    for (where, key, _), value in zip(todo, values, strict=True):
+        if where == "digest":
+            parts[key] = value
+        elif value is not None or key in ALWAYS_WRITTEN:
+            entry[key] = value
+    return entry, RankDigest(trace.rank, trace.meta, parts)
+
+
+def _run_split(
+    todo: list[tuple[str, str, Job]], trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> dict[int, Any]:
+    """Values of the jobs, by position: those this process claimed from the front and those
+    the helper claimed from the back and returned; a job missing from the result (the helper
+    failed on it, or the helper failed) is left to the caller."""
+    import multiprocessing
+
+    try:
+        claimed = multiprocessing.get_context("fork").Array("q", [0, len(todo) - 1])
+    except (OSError, ImportError, ValueError):
+        return {}
+    read_fd, write_fd = os.pipe()
+    gc.freeze()  # the helper then copies fewer of the pages it shares with this process
+    try:
+        pid = os.fork()
+    except OSError:
+        gc.unfreeze()
+        os.close(read_fd)
+        os.close(write_fd)
+        return {}
+    if pid == 0:  # pragma: no cover - the helper (its results are checked through the parent)
+        code = 3
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_DFL)
+            os.close(read_fd)
+            code = _helper(todo, trace, options, inputs, claimed, write_fd)
+        finally:
+            os._exit(code)
+    gc.unfreeze()
+    os.close(write_fd)
+    out: dict[int, Any] = {}
+    done = False
+    try:
+        while (i := _claim(claimed, front=True)) is not None:
+            out[i] = todo[i][2](trace, options, inputs)
+        with os.fdopen(read_fd, "rb") as f:
+            read_fd = -1
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        done = True
+        if os.waitstatus_to_exitcode(status) == 0:
+            with contextlib.suppress(Exception):
+                out.update(pickle.loads(data))
+    finally:
+        if read_fd >= 0:
+            os.close(read_fd)
+        if not done:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    return out
+
+
+def _claim(claimed: Any, front: bool) -> int | None:
+    """The next unclaimed job from the front (this process) or the back (the helper)."""
+    with claimed.get_lock():
+        lo, hi = claimed[0], claimed[1]
+        if lo > hi:
+            return None
+        if front:
+            claimed[0] = lo + 1
+            return int(lo)
+        claimed[1] = hi - 1
+        return int(hi)
+
+
+def _helper(
+    todo: list[tuple[str, str, Job]],
+    trace: Trace,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    claimed: Any,
+    fd: int,
+) -> int:
+    """The forked helper: run the jobs it claims from the back, write the values pickled."""
+    out: dict[int, Any] = {}
+    while (i := _claim(claimed, front=False)) is not None:
+        try:
+            out[i] = todo[i][2](trace, options, inputs)
+        except BaseException:
+            continue
+    try:
+        data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        data = pickle.dumps({}, protocol=pickle.HIGHEST_PROTOCOL)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return 0

@@ -1,0 +1,220 @@
+"""The array passes of the critical path equal the per-element loops that define them: edge
+labels (the cause table of blame's docstring), the path walk and its segments, the measured
+replay without a pass, the topological order by time.  The loops here are the definitions the
+array code replaced (kept as references, run on the same graphs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers.critical_path import rank_graph as rg
+from analyzers.critical_path.blame import Segment, step_paths
+from analyzers.critical_path.paths import forward_order, in_edges, replay, settled
+from analyzers.critical_path.simulate import Change, anchors, delays, run
+from analyzers.critical_path.sources import COMMUNICATION, MEMORY
+from analyzers.critical_path.step_graph import KINDS, build_step_graph
+from collectors.load import load_traces
+from tests.support.critical_path_traces import training_run
+from tests.support.env import SAMPLES
+
+
+def _runs() -> list[tuple[str, list]]:
+    return [
+        ("late rank", training_run(late_rank=1, delay=150_000)),
+        ("launch gaps", training_run(n_small=40, small_host=20_000)),
+        ("exposed comm", training_run(overlapped=False)),
+        ("synthetic_2rank", load_traces([SAMPLES / "synthetic_2rank"])),
+        ("torch_cpu", load_traces([SAMPLES / "torch_cpu"])),
+    ]
+
+
+RUNS = _runs()
+
+
+def _labels_loop(ev, node_event, src, dst, kind, cats, launches_gpu):
+    """The per-edge loop :func:`rank_graph._labels` replaced."""
+    m = len(src)
+    ev_v, ev_u = node_event[dst], node_event[src]
+    ev_pos = np.where(ev_v >= 0, ev_v, ev_u)
+    names = np.where(ev_pos >= 0, ev.name[np.maximum(ev_pos, 0)], "").astype(object)
+    category = np.where(kind == rg.K["gpu"], cats[np.maximum(ev_u, 0)], "").astype(object)
+    cause = np.empty(m, dtype=object)
+    detail = np.empty(m, dtype=object)
+    is_step = np.array([rg._is_step(s) for s in ev.name.tolist()], bool)
+    for e in range(m):
+        k, name = rg.KINDS[int(kind[e])], names[e]
+        u, v = int(ev_u[e]), int(ev_v[e])
+        if k == "gpu":
+            c = category[e]
+            if c == COMMUNICATION:
+                cause[e], detail[e] = "exposed_communication", name.split("(")[0][:60]
+            elif c == MEMORY:
+                cause[e], detail[e] = "memory", name.split(" (")[0]
+            else:
+                cause[e], detail[e] = "compute", c
+        elif k in ("launch", "stream"):
+            cause[e], detail[e] = "launch_gap", k
+        elif k == "sync":
+            cause[e], detail[e] = "synchronisation", name
+        elif k == "wait":
+            cause[e], detail[e] = "synchronisation", "cross-stream wait"
+        elif k == "complete":
+            cause[e], detail[e] = "cpu", k
+        elif v < 0:
+            cause[e], detail[e] = "cpu", ""
+        elif name in rg.SYNC_CALL_NAMES:
+            cause[e], detail[e] = "synchronisation", name
+        elif rg.DATA_LOADING.search(name):
+            cause[e], detail[e] = "data_loading", name
+        elif u >= 0 and launches_gpu[v] and launches_gpu[u] and not (is_step[v] or is_step[u]):
+            cause[e], detail[e] = "launch_gap", "host"
+        else:
+            cause[e], detail[e] = "cpu", ""
+    return cause, detail, names, category
+
+
+@pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
+def test_edge_labels_equal_the_per_edge_loop(label, traces, monkeypatch) -> None:
+    seen = []
+    real = rg._labels
+
+    def spy(*args):
+        got = real(*args)
+        seen.append((got, _labels_loop(*args)))
+        return got
+
+    monkeypatch.setattr(rg, "_labels", spy)
+    for t in traces:
+        rg.rank_graph(t)
+    assert seen
+    for got, want in seen:
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == object
+            assert a.tolist() == b.tolist()
+
+
+def _paths_loop(g, times, why):
+    """The path walk :func:`blame.step_paths` replaced, without the late-rank relabelling:
+    ``(step, rank, segments, unresolved waits, joins on the path)``."""
+    per_step: dict[int, list[tuple[int, int, int]]] = {}
+    for st_ in g.steps:
+        per_step.setdefault(st_.num, []).append((st_.rank, st_.start, st_.done))
+    out = []
+    transfer = KINDS.index("transfer")
+    for num in sorted(per_step):
+        rows = per_step[num]
+        durs = {r: int(times[c] - times[s]) for r, s, c in rows}
+        rank, s_node, c_node = max(rows, key=lambda x: (durs[x[0]], -x[0]))
+        lo, v, segs, on_path, unresolved = int(times[s_node]), c_node, [], set(), 0
+        while v != s_node:
+            e = int(why[v])
+            if e < 0:
+                if times[v] > lo:
+                    segs.append(
+                        Segment(int(g.node_rank[v]), lo, int(times[v]), "cpu", "untracked", "")
+                    )
+                break
+            u = int(g.src[e])
+            if g.kind[e] == transfer:
+                on_path.add(u)
+            unresolved += bool(g.unresolved[e])
+            a, b = max(int(times[u]), lo), int(times[v])
+            if b > a:
+                r = int(g.node_rank[v]) if g.node_rank[v] >= 0 else int(g.node_rank[u])
+                segs.append(Segment(r, a, b, str(g.cause[e]), str(g.detail[e]), str(g.name[e])))
+            if times[u] <= lo:
+                break
+            v = u
+        segs.reverse()
+        out.append((num, rank, segs, unresolved, on_path))
+    return out
+
+
+@pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
+def test_path_segments_equal_the_walk_loop(label, traces) -> None:
+    g = build_step_graph(traces)
+    times, why = run(g)
+    paths = step_paths(g, (times, why))
+    want = _paths_loop(g, times, why)
+    assert [(p.step, p.rank, p.unresolved_waits) for p in paths] == [(*w[:2], w[3]) for w in want]
+    for p, (_, _, segs, _, on_path) in zip(paths, want, strict=True):
+        late = any(j.lateness_ns > 0 and j.node in on_path for j in g.joins)
+        if not late:  # relabelled segments are checked by the what-if tests
+            assert p.segments == segs
+        totals: dict[tuple[str, str, int], int] = {}
+        for s in p.segments:
+            k = (s.cause, s.detail, s.rank if s.cause == "late_rank" else -1)
+            totals[k] = totals.get(k, 0) + s.duration_ns
+        assert list(p.by_cause().items()) == list(totals.items())
+        longest = sorted(p.segments, key=lambda s: -s.duration_ns)[:10]
+        assert p.longest(10) == longest
+        assert p.n_segments == len(p.segments)
+
+
+@pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
+def test_measured_replay_without_a_pass_equals_the_pass(label, traces) -> None:
+    g = build_step_graph(traces)
+    anchor = anchors(g)
+    want = replay(len(g.node_time), g.topo, g.pred, g.src, g.delay, anchor)
+    got = settled(g.node_time, g.src, g.dst, g.delay, anchor)
+    assert got is not None
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    changed = delays(g, Change("cuda_graphs"))
+    if not np.array_equal(changed, g.delay):  # a what-if: the measured times no longer solve it
+        assert settled(g.node_time, g.src, g.dst, changed, anchor) is None
+
+
+dags = st.integers(1, 30).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60),
+        st.lists(st.integers(0, 4), min_size=n, max_size=n),
+        st.lists(st.integers(-3, 5), min_size=60, max_size=60),
+    )
+)
+
+
+def _loop_replay(n, src, dst, delay, anchor):
+    pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for e, (u, v) in enumerate(zip(src, dst, strict=True)):
+        pred[v].append((u, e))
+    order = sorted(range(n), key=lambda v: v)  # nodes numbered in topological order below
+    t, why = list(anchor), [-1] * n
+    for v in order:
+        best, arg = t[v], -1
+        for u, e in pred[v]:
+            if t[u] + delay[e] > best:
+                best, arg = t[u] + delay[e], e
+        t[v], why[v] = best, arg
+    return t, why
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(dags)
+def test_replay_and_forward_order_on_random_dags(dag) -> None:
+    n, pairs, gaps, ds = dag
+    edges = [(min(u, v), max(u, v)) for u, v in pairs if u != v]  # acyclic: low → high
+    src = np.array([u for u, _ in edges], np.int64)
+    dst = np.array([v for _, v in edges], np.int64)
+    time = np.cumsum(gaps).astype(np.int64)  # non-decreasing: ties and no edge back in time
+    order = forward_order(n, src, dst, time)
+    pos = np.empty(n, np.int64)
+    pos[np.asarray(order, np.int64)] = np.arange(n)
+    assert sorted(order) == list(range(n))
+    assert all(pos[u] < pos[v] for u, v in edges)
+    delay = np.array(ds[: len(edges)], np.int64)
+    anchor = np.where(np.isin(np.arange(n), dst), -(2**62), time)
+    t, why = replay(n, order, in_edges(n, dst), src, delay, anchor)
+    want_t, want_why = _loop_replay(n, src.tolist(), dst.tolist(), delay.tolist(), anchor.tolist())
+    assert t.tolist() == want_t and why.tolist() == want_why
+    # the replay's own times solve its equation: settled gives the same without a pass
+    got = settled(t, src, dst, delay, anchor)
+    assert got is not None and got[0].tolist() == want_t and got[1].tolist() == want_why
+
+
+def test_forward_order_raises_on_a_cycle_of_equal_times() -> None:
+    with pytest.raises(ValueError, match="cycle"):
+        forward_order(3, np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([5, 5, 5]))

@@ -1,0 +1,94 @@
+"""A rank's sections on two CPUs (:mod:`reports.summary.forked`) give exactly the serial entry
+and digest; a section that fails in the helper is run again here, and one that fails
+everywhere raises as the serial code does."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+import pytest
+
+from analyzers.inputs import AnalysisInputs
+from analyzers.options import AnalysisOptions
+from collectors.errors import InputError
+from collectors.load import load_traces
+from reports.summary import forked
+from reports.summary.assemble import rank_entry
+from reports.summary.many_ranks import rank_digest
+from tests.support.critical_path_traces import training_run
+from tests.support.env import SAMPLES
+
+OPTS, INPUTS = AnalysisOptions(), AnalysisInputs()
+
+
+def _traces():
+    return [
+        *load_traces([SAMPLES / "synthetic_2rank"]),
+        *load_traces([SAMPLES / "torch_cpu"]),
+        training_run(late_rank=1, delay=150_000)[1],
+    ]
+
+
+def _same_digest(a, b) -> None:
+    assert a.rank == b.rank and a.meta == b.meta and a.parts.keys() == b.parts.keys()
+    for k, v in a.parts.items():
+        if isinstance(v, pd.DataFrame):
+            pd.testing.assert_frame_equal(v, b.parts[k])
+        else:
+            assert v == b.parts[k]
+
+
+@pytest.mark.parametrize("trace", _traces(), ids=lambda t: f"rank{t.rank}-{len(t.gpu)}rows")
+def test_two_cpus_give_the_serial_entry_and_digest(trace, monkeypatch) -> None:
+    monkeypatch.setenv(forked.ENV, "2")
+    assert forked.wanted(trace)
+    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS)
+    assert entry == rank_entry(trace, OPTS, INPUTS)
+    assert list(entry) == list(rank_entry(trace, OPTS, INPUTS))
+    _same_digest(digest, rank_digest(trace, OPTS, INPUTS))
+
+
+def test_a_section_failing_in_the_helper_is_run_here(monkeypatch, tmp_path) -> None:
+    trace = load_traces([SAMPLES / "torch_cpu"])[0]
+    parent = os.getpid()
+
+    def slow(t, o, i):
+        time.sleep(0.5)  # the helper claims the other job meanwhile
+        return 1
+
+    def only_here(t, o, i):
+        if os.getpid() != parent:
+            (tmp_path / "helper-tried").write_text("1")
+            raise RuntimeError("helper side")
+        return {"ok": len(t.host)}
+
+    todo = [("entry", "slow", slow), ("entry", "zz", only_here)]
+    monkeypatch.setattr(forked, "jobs", lambda: todo)
+    monkeypatch.setenv(forked.ENV, "2")
+    entry, _ = forked.entry_and_digest(trace, OPTS, INPUTS)
+    assert (tmp_path / "helper-tried").exists()
+    assert entry == {"rank": trace.rank, "slow": 1, "zz": {"ok": len(trace.host)}}
+
+
+def test_a_section_failing_everywhere_raises_its_error(monkeypatch) -> None:
+    trace = load_traces([SAMPLES / "torch_cpu"])[0]
+
+    def bad(t, o, i):
+        raise InputError("bad section input", path="x.json")
+
+    sections = (*forked.RANK_SECTIONS, ("zz_bad", bad))
+    monkeypatch.setattr(forked, "RANK_SECTIONS", sections)
+    monkeypatch.setenv(forked.ENV, "2")
+    with pytest.raises(InputError, match="bad section input"):
+        forked.entry_and_digest(trace, OPTS, INPUTS)
+
+
+def test_small_traces_and_the_serial_setting_stay_in_this_process(monkeypatch) -> None:
+    trace = load_traces([SAMPLES / "torch_cpu"])[0]
+    monkeypatch.delenv(forked.ENV, raising=False)
+    assert len(trace.host) + len(trace.gpu) < forked.MIN_EVENTS and not forked.wanted(trace)
+    monkeypatch.setenv(forked.ENV, "1")
+    monkeypatch.setattr(forked, "MIN_EVENTS", 0)
+    assert not forked.wanted(trace)
