@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -202,5 +202,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The console script: :func:`main`, then :func:`exit_now` with its code."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with *code* once the command is done, without tearing the interpreter
+    down object by object (after an analysis that frees millions of objects: 0.2 s of an 87 MB
+    trace's 1.6 s).  The exit handlers run and the standard streams are flushed first, as at a
+    normal exit; with another non-daemon thread still running, it is a normal exit."""
+    import atexit
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()[1:]):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what a normal exit reports as 120
+            code = code or 120
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

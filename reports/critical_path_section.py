@@ -151,6 +151,13 @@ def part_extract(
     return rank_part(trace)
 
 
+def part_alone(
+    fn: Any, part: pd.DataFrame, options: AnalysisOptions, inputs: AnalysisInputs
+) -> dict[str, Any] | None:
+    """The section *fn* of a run of one rank, from that rank's :func:`rank_part` table."""
+    return fn([part], options, inputs)
+
+
 def part_combine(
     fn: Any, digests: Sequence[Any], key: str, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:

@@ -148,7 +148,7 @@ def analyze_paths(
         ):
             mode, n = "in-process", 1
             for i, u in enumerate(units):
-                done(run_unit(u, i, *args, measure=False))
+                done(run_unit(u, i, *args, measure=False, sole=len(units) == 1))
         else:
             mode = "processes"
             run_local(units, args, n, done)

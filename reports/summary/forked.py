@@ -45,19 +45,26 @@ ENV = "GPUSCOPE_SECTION_PROCS"
 Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
 
 
-def jobs() -> list[tuple[str, str, Job]]:
+def jobs(alone: bool = False) -> list[tuple[str, str, Job]]:
     """``(where, key, fn)`` in the order the serial code runs them: ``entry`` for a rank
-    section, ``digest`` for a run section's extract."""
+    section, ``digest`` for a run section's extract — ``alone`` (when *alone*, for a reducer
+    with :attr:`~reports.summary.many_ranks.RunReducer.alone`) for the extract and the
+    section of the rank alone, as a pair."""
     out: list[tuple[str, str, Job]] = [("entry", k, fn) for k, fn in RANK_SECTIONS]
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is not None:
-            out.append(("digest", key, _extract(red.extract, fn)))
+            both = alone and red.alone is not None
+            out.append(("alone" if both else "digest", key, _extract(red, fn, both)))
     return out
 
 
-def _extract(extract: Any, fn: Any) -> Job:
-    return lambda trace, options, inputs: extract(fn, trace, options, inputs)
+def _extract(red: Any, fn: Any, alone: bool) -> Job:
+    def job(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
+        part = red.extract(fn, trace, options, inputs)
+        return (part, red.alone(fn, part, options, inputs)) if alone else part
+
+    return job
 
 
 def wanted(trace: Trace) -> bool:
@@ -73,23 +80,27 @@ def wanted(trace: Trace) -> bool:
 
 
 def entry_and_digest(
-    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs, alone: bool = False
 ) -> tuple[dict[str, Any], RankDigest]:
-    """The rank's summary entry and digest, on two CPUs when :func:`wanted` (module docstring)."""
-    todo = jobs()
+    """The rank's summary entry and digest, on two CPUs when :func:`wanted` (module docstring);
+    *alone*: the rank is the run's only one (its digest then carries the run sections that
+    have a :attr:`~reports.summary.many_ranks.RunReducer.alone`)."""
+    todo = jobs(alone)
     results = _run_split(todo, trace, options, inputs) if wanted(trace) else {}
     values = [
         results[i] if i in results else fn(trace, options, inputs)
         for i, (_, _, fn) in enumerate(todo)
     ]
     entry: dict[str, Any] = {"rank": trace.rank}
-    parts: dict[str, Any] = {}
+    digest = RankDigest(trace.rank, trace.meta)
     for (where, key, _), value in zip(todo, values, strict=True):
         if where == "digest":
-            parts[key] = value
+            digest.parts[key] = value
+        elif where == "alone":
+            digest.parts[key], digest.alone[key] = value
         elif value is not None or key in ALWAYS_WRITTEN:
             entry[key] = value
-    return entry, RankDigest(trace.rank, trace.meta, parts)
+    return entry, digest
 
 
 def _run_split(

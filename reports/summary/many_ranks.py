@@ -40,6 +40,10 @@ class RankDigest:
     meta: TraceMeta
     parts: dict[str, Any] = field(default_factory=dict)
     """Per run-section key, the rank's part of that section (its reducer's ``extract``)."""
+    alone: dict[str, Any] = field(default_factory=dict)
+    """Per run-section key with a :attr:`RunReducer.alone`, the section of a run of this rank
+    alone, computed beside the part when the caller knew the rank is the only one (not cached:
+    a cached part is combined as usual)."""
 
 
 def _bare_trace(digest: RankDigest) -> Trace:
@@ -132,13 +136,20 @@ class RunReducer:
     combine: Callable[
         [RunSectionFn, Sequence[RankDigest], str, AnalysisOptions, AnalysisInputs], Any
     ]
+    alone: Callable[[RunSectionFn, Any, AnalysisOptions, AnalysisInputs], Any] | None = None
+    """``alone(fn, part, options, inputs)``: the section of a run of one rank from its part,
+    where that is worth computing beside the part (on the same CPU as the part, while another
+    computes the other sections: :mod:`reports.summary.forked`); equals ``combine`` of that
+    one digest."""
 
 
 RUN_REDUCERS: dict[str, RunReducer] = {
     "comm_skew": RunReducer(_skew_extract, _skew_combine),
     "run": RunReducer(_per_rank_extract, _per_rank_combine),
     "critical_path": RunReducer(
-        critical_path_section.part_extract, critical_path_section.part_combine
+        critical_path_section.part_extract,
+        critical_path_section.part_combine,
+        critical_path_section.part_alone,
     ),
 }
 """Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
@@ -169,7 +180,9 @@ def run_sections(
     traces: Sequence[Trace] | None = None
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
-        if red is not None and all(key in d.parts for d in digests):
+        if len(digests) == 1 and key in digests[0].alone:
+            value = digests[0].alone[key]
+        elif red is not None and all(key in d.parts for d in digests):
             value = red.combine(fn, digests, key, options, inputs)
         else:
             if traces is None:

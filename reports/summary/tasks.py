@@ -153,9 +153,12 @@ def run_unit(
     inputs: AnalysisInputs,
     cache_root: str | None,
     measure: bool = True,
+    sole: bool = False,
 ) -> UnitResult:
     """The task: the per-rank entries and digests of *unit*, from the results cache or by
-    loading it (through the trace cache) and running every rank section.
+    loading it (through the trace cache) and running every rank section (on two CPUs when that
+    pays: :mod:`reports.summary.forked`).  *sole*: the unit is the run's only one, so a unit of
+    one rank also computes the run sections that can be computed from that rank alone.
 
     Never raises (except ``KeyboardInterrupt``): errors come back in :attr:`UnitResult.error`.
     """
@@ -187,8 +190,9 @@ def run_unit(
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
+            alone = sole and len(traces) == 1  # the run's only rank
             for trace in traces:
-                entry, digest = entry_and_digest(trace, options, inputs)
+                entry, digest = entry_and_digest(trace, options, inputs, alone)
                 out.entries.append(entry)
                 out.digests.append(digest)
             del traces

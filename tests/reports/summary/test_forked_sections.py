@@ -4,6 +4,7 @@ everywhere raises as the serial code does."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -65,7 +66,7 @@ def test_a_section_failing_in_the_helper_is_run_here(monkeypatch, tmp_path) -> N
         return {"ok": len(t.host)}
 
     todo = [("entry", "slow", slow), ("entry", "zz", only_here)]
-    monkeypatch.setattr(forked, "jobs", lambda: todo)
+    monkeypatch.setattr(forked, "jobs", lambda alone=False: todo)
     monkeypatch.setenv(forked.ENV, "2")
     entry, _ = forked.entry_and_digest(trace, OPTS, INPUTS)
     assert (tmp_path / "helper-tried").exists()
@@ -92,3 +93,20 @@ def test_small_traces_and_the_serial_setting_stay_in_this_process(monkeypatch) -
     monkeypatch.setenv(forked.ENV, "1")
     monkeypatch.setattr(forked, "MIN_EVENTS", 0)
     assert not forked.wanted(trace)
+
+
+@pytest.mark.parametrize("procs", ["1", "2"])
+def test_a_sole_rank_carries_its_critical_path_section_equal_to_the_combined_one(
+    procs: str, monkeypatch
+) -> None:
+    from reports.summary.many_ranks import run_sections
+
+    trace = training_run(n_small=40, small_host=20_000)[0]
+    monkeypatch.setenv(forked.ENV, procs)
+    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS, alone=True)
+    assert entry == rank_entry(trace, OPTS, INPUTS)
+    _same_digest(dataclasses.replace(digest, alone={}), rank_digest(trace, OPTS, INPUTS))
+    assert set(digest.alone) == {"critical_path"}
+    combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
+    assert digest.alone["critical_path"] == combined["critical_path"]
+    assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
