@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers import intervals as iv
+from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace
@@ -131,9 +132,10 @@ def window_gpu(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
     return g[g["stream"] != -1]
 
 
+@TraceMemo
 def launch_start_by_correlation(trace: Trace) -> pd.Series:
     """Start (ns) of the launching call of each correlation id (index: correlation;
-    :func:`collectors.linking.launching_calls`)."""
+    :func:`collectors.linking.launching_calls`); computed once per Trace (not to be changed)."""
     h = trace.host
     ids = np.unique(h["correlation"].to_numpy()[launch_mask(h)])
     rows = launching_calls(h, ids)

@@ -46,7 +46,7 @@ from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
 from collectors.linking import launching_calls
-from collectors.model import GPU_WORK_KINDS, Trace
+from collectors.model import GPU_WORK_KINDS, Trace, str_values
 
 HTA_LAUNCH_NAMES = (
     "cudaLaunchKernel",
@@ -190,9 +190,9 @@ def _join(
         {
             "gpu_index": j["gpu_index"].to_numpy(),
             "correlation": j["correlation"].to_numpy(dtype=np.int64),
-            "launch_name": j["name_cpu"].astype(str).to_numpy(dtype=object),
-            "name": j["name_gpu"].astype(str).to_numpy(dtype=object),
-            "kind": j["kind"].astype(str).to_numpy(dtype=object),
+            "launch_name": str_values(j["name_cpu"]),
+            "name": str_values(j["name_gpu"]),
+            "kind": str_values(j["kind"]),
             "stream": j["stream"].to_numpy(dtype=np.int64),
             "cpu_start_ns": cs,
             "cpu_duration_ns": ce - cs,

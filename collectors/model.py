@@ -373,3 +373,14 @@ def make_trace(
         annotations=norm(annotations, annotation_table),
         counters=norm(counters, counter_table),
     )
+
+
+def str_values(col: pd.Series) -> np.ndarray:
+    """``col.astype(str).to_numpy(dtype=object)`` (missing values NaN), made once per category
+    of a categorical column of strings instead of once per row."""
+    if not isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_string_dtype(
+        col.cat.categories.dtype
+    ):
+        return col.astype(str).to_numpy(dtype=object)
+    labels = np.append(col.cat.categories.astype(str).to_numpy(dtype=object), np.nan)
+    return labels[col.cat.codes.to_numpy()]

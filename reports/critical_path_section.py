@@ -152,10 +152,19 @@ def part_extract(
 
 
 def part_alone(
-    fn: Any, part: pd.DataFrame, options: AnalysisOptions, inputs: AnalysisInputs
-) -> dict[str, Any] | None:
-    """The section *fn* of a run of one rank, from that rank's :func:`rank_part` table."""
-    return fn([part], options, inputs)
+    fn: Any, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The rank's :func:`rank_part` and the section of a run of that rank alone (what
+    :func:`critical_path` gives of that one table: the graph part is analysed as it is, not
+    read back from its table, which :func:`~analyzers.critical_path.part_table.part_from_table`
+    inverts exactly)."""
+    from analyzers.critical_path.analysis import critical_path_analysis
+    from analyzers.critical_path.part_table import part_table
+    from analyzers.critical_path.rank_graph import rank_graph
+
+    part = rank_graph(trace)
+    result = critical_path_analysis([part])
+    return part_table(part), section_from(result) if result.paths else None
 
 
 def part_combine(

@@ -104,25 +104,41 @@ class RankGraph:
 
 
 class _Builder:
+    """Nodes and edges added in blocks (numpy arrays, concatenated once at the end)."""
+
     def __init__(self) -> None:
-        self.t: list[int] = []
-        self.event: list[int] = []
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.kind: list[int] = []
+        self.n_nodes = 0
+        self._t: list[np.ndarray] = []
+        self._event: list[np.ndarray] = []
+        self._src: list[np.ndarray] = []
+        self._dst: list[np.ndarray] = []
+        self._kind: list[np.ndarray] = []
 
     def nodes(self, times: np.ndarray, events: np.ndarray) -> np.ndarray:
-        base = len(self.t)
-        self.t.extend(times.tolist())
-        self.event.extend(events.tolist())
+        base = self.n_nodes
+        self._t.append(np.asarray(times, np.int64))
+        self._event.append(np.asarray(events, np.int64))
+        self.n_nodes += len(times)
         return np.arange(base, base + len(times), dtype=np.int64)
 
     def edges(self, u: np.ndarray | list[int], v: np.ndarray | list[int], kind: str) -> None:
         uu, vv = np.asarray(u, np.int64), np.asarray(v, np.int64)
         ok = (uu >= 0) & (vv >= 0) & (uu != vv)
-        self.src.extend(uu[ok].tolist())
-        self.dst.extend(vv[ok].tolist())
-        self.kind.extend([K[kind]] * int(ok.sum()))
+        self._src.append(uu[ok])
+        self._dst.append(vv[ok])
+        self._kind.append(np.full(int(ok.sum()), K[kind], np.int64))
+
+    @staticmethod
+    def _cat(blocks: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+
+    def node_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(time, event) of every node, in id order."""
+        return self._cat(self._t), self._cat(self._event)
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(src, dst, kind) of every edge, in the order added."""
+        return self._cat(self._src), self._cat(self._dst), self._cat(self._kind)
 
 
 MAX_STEP_DIGITS = 18
@@ -178,14 +194,12 @@ def rank_graph(trace: Trace) -> RankGraph:
         node = int(b.nodes(np.array([done]), np.array([-1]))[0])
         b.edges(ends, np.full(len(ends), node), "complete")
         step_done.append(node)
-    n_edges = len(b.src)
-    src = np.asarray(b.src, np.int64)
-    dst = np.asarray(b.dst, np.int64)
-    kind = np.asarray(b.kind, np.int64)
-    node_event = np.asarray(b.event, np.int64)
+    src, dst, kind = b.edge_arrays()
+    n_edges = len(src)
+    node_time, node_event = b.node_arrays()
     cats = np.concatenate([np.full(ev.n_host, "", dtype=object), gpu_categories(trace)])
     cause, detail, name, category = _labels(ev, node_event, src, dst, kind, cats, launches_gpu)
-    flagged = np.zeros(len(b.t), bool)
+    flagged = np.zeros(b.n_nodes, bool)
     flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
     unresolved = flagged[dst] if n_edges else np.zeros(0, bool)
     gaps = unresolved & np.isin(kind, (K["launch"], K["stream"]))
@@ -196,7 +210,7 @@ def rank_graph(trace: Trace) -> RankGraph:
     coll = _collective_rows(ev, trace, start, end)
     return RankGraph(
         rank=trace.rank,
-        node_time=np.asarray(b.t, np.int64),
+        node_time=node_time,
         src=src,
         dst=dst,
         kind=kind,

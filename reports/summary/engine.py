@@ -20,7 +20,9 @@ but never holds more than one rank's Trace per worker:
 Executors (:mod:`reports.summary.executors`; pool size: :mod:`reports.summary.planning`):
 ``scheduler=None`` runs the tasks in a pool of ``spawn`` worker processes sized from
 the CPUs, the available memory and an estimated per-task peak (in this process when there is
-one task or one worker, or every task's results are cached); ``"processes"`` forces the
+one task or one worker, or every task's results are cached, or the pool would have two workers
+and every task is large enough to use both CPUs here:
+:func:`~reports.summary.planning.here_on_two_cpus`); ``"processes"`` forces the
 pool, ``"sync"`` forces this process; an address (``tcp://host:8786``) runs them on that Dask
 distributed cluster, whose workers must see the input files (and the cache directory) at the
 same paths.
@@ -45,7 +47,7 @@ from collectors.model import Trace
 from reports.summary.assemble import summary_document
 from reports.summary.executors import picklable, run_dask, run_local
 from reports.summary.many_ranks import RankDigest
-from reports.summary.planning import Unit, plan_units, pool_size
+from reports.summary.planning import Unit, here_on_two_cpus, plan_units, pool_size
 from reports.summary.tasks import FileError, UnitResult, read_unit, results_cached, run_unit
 
 ProgressFn = Callable[[int, int, str], None]
@@ -144,7 +146,8 @@ def analyze_paths(
             )
             scheduler = "sync"
         if scheduler == "sync" or (
-            scheduler != "processes" and (n == 1 or len(units) == 1 or cached)
+            scheduler != "processes"
+            and (n == 1 or len(units) == 1 or cached or here_on_two_cpus(units, workers, n))
         ):
             mode, n = "in-process", 1
             for i, u in enumerate(units):

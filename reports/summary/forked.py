@@ -60,11 +60,8 @@ def jobs(alone: bool = False) -> list[tuple[str, str, Job]]:
 
 
 def _extract(red: Any, fn: Any, alone: bool) -> Job:
-    def job(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
-        part = red.extract(fn, trace, options, inputs)
-        return (part, red.alone(fn, part, options, inputs)) if alone else part
-
-    return job
+    step = red.alone if alone else red.extract
+    return lambda trace, options, inputs: step(fn, trace, options, inputs)
 
 
 def wanted(trace: Trace) -> bool:

@@ -136,11 +136,11 @@ class RunReducer:
     combine: Callable[
         [RunSectionFn, Sequence[RankDigest], str, AnalysisOptions, AnalysisInputs], Any
     ]
-    alone: Callable[[RunSectionFn, Any, AnalysisOptions, AnalysisInputs], Any] | None = None
-    """``alone(fn, part, options, inputs)``: the section of a run of one rank from its part,
-    where that is worth computing beside the part (on the same CPU as the part, while another
-    computes the other sections: :mod:`reports.summary.forked`); equals ``combine`` of that
-    one digest."""
+    alone: Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs], Any] | None = None
+    """``alone(fn, trace, options, inputs)`` → ``(part, value)``: the rank's part and the
+    section of a run of that rank alone, where computing them together is worth it (on one CPU
+    while another computes the other sections: :mod:`reports.summary.forked`); the value equals
+    ``combine`` of the one digest (tested)."""
 
 
 RUN_REDUCERS: dict[str, RunReducer] = {

@@ -132,6 +132,23 @@ def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
     return int(WORKER_BASE_BYTES + work)
 
 
+def here_on_two_cpus(units: Sequence[Unit], workers: int | None, pool: int) -> bool:
+    """Whether to run the units in this process, one after the other, rather than in a pool of
+    *pool* (≤ 2) spawned workers: every unit is a Kineto file large enough to be read and
+    analysed on two CPUs here (:mod:`collectors.kineto.parallel`, :mod:`reports.summary.forked`),
+    so a pool would only add its workers' start and imports (about 0.5 s each) and their
+    memory.  Not when ``--workers`` was given."""
+    from collectors.kineto import spare_cpu
+    from collectors.kineto.parallel import MIN_TEXT_BYTES
+
+    if workers is not None or pool > 2 or not spare_cpu():
+        return False
+    try:
+        return all(u.kind == "kineto" and _json_bytes(u.paths[0]) >= MIN_TEXT_BYTES for u in units)
+    except OSError:
+        return False
+
+
 def pool_size(
     units: Sequence[Unit], requested: int | None, cache_root: str | None
 ) -> tuple[int, int, int, list[str]]:
