@@ -73,7 +73,7 @@ def hta_longest_path(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
     return path
 
 
-def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) -> list[int]:
+def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) -> np.ndarray:
     """A topological order of nodes ``0..n-1`` when no edge goes back in *time*: by time, nodes
     of equal time joined by edges in the order of those edges (:func:`topological_order` of
     that small subgraph, which raises ValueError on a cycle); with an edge back in time,
@@ -82,29 +82,33 @@ def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) ->
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     ts, td = time[src], time[dst]
     if bool((ts > td).any()):
-        return topological_order(n, src, dst)
+        return np.asarray(topological_order(n, src, dst), np.int64)
     tie = np.flatnonzero(ts == td)
     if not len(tie):
-        return np.argsort(time, kind="stable").tolist()
+        return np.argsort(time, kind="stable")
     nodes = np.unique(np.concatenate([src[tie], dst[tie]]))
     local = topological_order(
         len(nodes), np.searchsorted(nodes, src[tie]), np.searchsorted(nodes, dst[tie])
     )
     among = np.zeros(n, np.int64)
     among[nodes[np.asarray(local, np.int64)]] = np.arange(1, len(nodes) + 1)
-    return np.lexsort((among, time)).tolist()
+    return np.lexsort((among, time))
 
 
-def in_edges(n: int, dst: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ptr, edges, first)``: node *v*'s in-edges are ``edges[ptr[v]:ptr[v + 1]]``, in edge
     order; ``first[v]`` is the first of them (-1 when none)."""
     order = np.argsort(dst, kind="stable")
     ptr = np.searchsorted(dst[order], np.arange(n + 1))
     head = ptr[:-1]
     if not len(order):
-        return ptr.tolist(), [], [-1] * n
+        return ptr, order, np.full(n, -1, np.int64)
     first = np.where(head < ptr[1:], order[np.minimum(head, len(order) - 1)], -1)
-    return ptr.tolist(), order.tolist(), first.tolist()
+    return ptr, order, first
+
+
+NO_ANCHOR = -(2**62)
+"""The anchor of a node that only follows its predecessors (below any time)."""
 
 
 def settled(
@@ -133,35 +137,62 @@ def settled(
 
 def replay(
     n: int,
-    topo: list[int],
-    pred: tuple[list[int], list[int], list[int]],
+    topo: np.ndarray,
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
     src: np.ndarray,
     delay: np.ndarray,
     anchor: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Max-plus replay: ``t[v] = max(anchor[v], max over in-edges e=(u, v) of t[u] + delay[e])``
-    (``anchor`` = -2**62 for nodes that only follow their predecessors).  *pred* is
-    :func:`in_edges`.  Returns the times and, per node, the edge that set it (-1 when the
-    anchor did)."""
+    (``anchor`` = :data:`NO_ANCHOR` for nodes that only follow their predecessors).  *pred* is
+    :func:`in_edges`.  Returns the times and, per node, the edge that set it (the first in edge
+    order reaching the maximum above the anchor; -1 when the anchor did).
+
+    Chains are compressed: a node with one in-edge and no anchor (most nodes: a host op's
+    boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
+    root's time plus the sum of the delays from that root (pointer jumping, log₂ of the chain
+    length numpy passes), and the pass in topological order visits only the other nodes, their
+    in-edges taken from the roots of their sources."""
     ptr, edges, first = pred
-    d = delay.tolist()
-    s = src.tolist()
-    t = anchor.tolist()
-    why = [-1] * n
-    for v in topo:
-        lo, hi = ptr[v], ptr[v + 1]
-        if hi - lo == 1:  # most nodes: one in-edge
-            e = first[v]
-            c = t[s[e]] + d[e]
-            if c > t[v]:
-                t[v] = c
-                why[v] = e
-            continue
-        best, arg = t[v], -1
-        for e in edges[lo:hi]:
-            c = t[s[e]] + d[e]
+    src = np.asarray(src, np.int64)
+    delay = np.asarray(delay, np.int64)
+    anchor = np.asarray(anchor, np.int64)
+    simple = (np.diff(ptr) == 1) & (anchor == NO_ANCHOR)
+    chain = np.flatnonzero(simple)
+    up = np.arange(n, dtype=np.int64)
+    acc = np.zeros(n, np.int64)
+    up[chain] = src[first[chain]]
+    acc[chain] = delay[first[chain]]
+    live = chain[simple[up[chain]]]
+    while live.size:  # up: the chain's root (not simple); acc: the delays from it
+        above = up[live]
+        acc[live] += acc[above]
+        up[live] = up[above]
+        live = live[simple[up[live]]]
+    hubs = topo[~simple[topo]]  # the other nodes, in topological order
+    pos = np.full(n, -1, np.int64)
+    pos[hubs] = np.arange(len(hubs))
+    counts = np.diff(ptr)[hubs]
+    at = np.repeat(ptr[hubs] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    into = edges[at]  # the hubs' in-edges, hub by hub, each hub's in edge order
+    u = src[into]
+    root, add = pos[up[u]].tolist(), (acc[u] + delay[into]).tolist()
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    into_l = into.tolist()
+    t = anchor[hubs].tolist()
+    why = [-1] * len(hubs)
+    for k in range(len(hubs)):
+        best, arg = t[k], -1
+        for j in range(bounds[k], bounds[k + 1]):
+            c = t[root[j]] + add[j]
             if c > best:
-                best, arg = c, e
-        t[v] = best
-        why[v] = arg
-    return np.asarray(t, dtype=np.int64), np.asarray(why, dtype=np.int64)
+                best, arg = c, into_l[j]
+        t[k] = best
+        why[k] = arg
+    times = np.empty(n, np.int64)
+    times[hubs] = t
+    times[chain] = times[up[chain]] + acc[chain]
+    binding = np.full(n, -1, np.int64)
+    binding[hubs] = why
+    binding[chain] = first[chain]
+    return times, binding

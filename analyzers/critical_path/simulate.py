@@ -28,10 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.critical_path.paths import replay, settled
+from analyzers.critical_path.paths import NO_ANCHOR, replay, settled
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
-NO_ANCHOR = -(2**62)
 GRAPH_NODE_NS = 1_000
 """Per-node cost of a CUDA-graph replay kept by the ``cuda_graphs`` what-if: a replayed row that
 waited for its launch starts 1 µs after its stream predecessor ended (or after its launch).  An
@@ -155,7 +154,8 @@ def _rank_on_time(g: StepGraph, rank: int, d: np.ndarray) -> None:
         hi = j.arrivals[rank]
         lo = hi - j.lateness_ns
         ptr, edges, _ = g.pred
-        e_in = [e for e in edges[ptr[j.node] : ptr[j.node + 1]] if g.node_rank[g.src[e]] == rank]
+        into = edges[ptr[j.node] : ptr[j.node + 1]]
+        e_in = [int(e) for e in into[g.node_rank[g.src[into]] == rank]]
         v = int(g.src[e_in[0]]) if e_in else -1
         while v >= 0 and g.node_time[v] > lo and g.node_rank[v] == rank:
             e = int(why[v])

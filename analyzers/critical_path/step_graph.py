@@ -96,9 +96,9 @@ class StepGraph:
     steps: list[StepRef]
     joins: list[Join]
     offsets: dict[int, int]
-    topo: list[int]
+    topo: np.ndarray
     """A topological order of the nodes (:func:`analyzers.critical_path.paths.forward_order`)."""
-    pred: tuple[list[int], list[int], list[int]]
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray]
     """Each node's in-edges (:func:`analyzers.critical_path.paths.in_edges`)."""
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time

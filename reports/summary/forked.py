@@ -3,7 +3,8 @@
 One rank's summary work is a list of independent jobs: every rank section of
 :data:`~reports.summary.registry.RANK_SECTIONS` and every run-section reducer's ``extract``
 (:data:`~reports.summary.many_ranks.RUN_REDUCERS`), each ``fn(trace, options, inputs)``.  With a
-spare CPU (:func:`collectors.kineto.spare_cpu`) and a trace of at least :data:`MIN_EVENTS` rows,
+spare CPU (:func:`collectors.kineto.spare_cpu`), a trace of at least :data:`MIN_EVENTS` rows and
+the memory a helper may need (:data:`HELPER_BYTES_PER_MODEL_BYTE`),
 :func:`entry_and_digest` forks one helper; this process takes jobs from the front of the list,
 the helper from the back (a shared pair of counters under one lock), so the two balance
 themselves whatever each job costs.  The helper pickles its results back through a pipe.
@@ -40,6 +41,10 @@ from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS, RUN_SECTIONS
 MIN_EVENTS = 50_000
 """Fork from this many host + GPU rows on (below it the fork and the pickling cost more than the
 second CPU saves)."""
+HELPER_BYTES_PER_MODEL_BYTE = 8
+"""Memory the helper may need per byte of the model's tables (the critical path of the 300 MB
+generated trace: about 870 MiB over a 115 MiB model): with less available, the sections stay in
+this process (which would need that memory one section after the other, not twice at once)."""
 ENV = "GPUSCOPE_SECTION_PROCS"
 
 Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
@@ -73,7 +78,12 @@ def wanted(trace: Trace) -> bool:
         return False
     if setting == "2":
         return True
-    return spare_cpu() and len(trace.host) + len(trace.gpu) >= MIN_EVENTS
+    if not spare_cpu() or len(trace.host) + len(trace.gpu) < MIN_EVENTS:
+        return False
+    from reports.summary.planning import available_memory_bytes
+
+    model = sum(int(t.memory_usage(index=False).sum()) for t in (trace.host, trace.gpu))
+    return available_memory_bytes() >= HELPER_BYTES_PER_MODEL_BYTE * model
 
 
 def entry_and_digest(

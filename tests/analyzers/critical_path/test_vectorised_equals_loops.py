@@ -154,6 +154,35 @@ def test_path_segments_equal_the_walk_loop(label, traces) -> None:
         assert p.n_segments == len(p.segments)
 
 
+def _replay_loop_of(g, delay, anchor):
+    """The pass over every node in topological order (what :func:`replay` compresses)."""
+    src, dst = g.src.tolist(), g.dst.tolist()
+    pred: list[list[int]] = [[] for _ in range(len(g.node_time))]
+    for e, v in enumerate(dst):
+        pred[v].append(e)
+    t = anchor.tolist()
+    why = [-1] * len(t)
+    for v in g.topo.tolist():
+        for e in pred[v]:
+            c = t[src[e]] + int(delay[e])
+            if c > t[v]:
+                t[v], why[v] = c, e
+    return t, why
+
+
+@pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
+def test_what_if_replays_equal_the_pass_over_every_node(label, traces) -> None:
+    from analyzers.critical_path.analysis import candidate_changes
+
+    g = build_step_graph(traces)
+    changes = candidate_changes(g, step_paths(g)) + [Change("overlap_comm"), Change("none")]
+    for c in changes:
+        d = delays(g, c)
+        got = replay(len(g.node_time), g.topo, g.pred, g.src, d, anchors(g))
+        t, why = _replay_loop_of(g, d, anchors(g))
+        assert got[0].tolist() == t and got[1].tolist() == why, c.label
+
+
 @pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
 def test_measured_replay_without_a_pass_equals_the_pass(label, traces) -> None:
     g = build_step_graph(traces)

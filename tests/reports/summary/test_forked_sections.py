@@ -110,3 +110,18 @@ def test_a_sole_rank_carries_its_critical_path_section_equal_to_the_combined_one
     combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
     assert digest.alone["critical_path"] == combined["critical_path"]
     assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
+
+
+def test_no_helper_without_the_memory_it_may_need(monkeypatch) -> None:
+    from collectors.kineto import parallel as kineto_parallel
+    from reports.summary import planning
+
+    trace = load_traces([SAMPLES / "torch_cpu"])[0]
+    monkeypatch.delenv(forked.ENV, raising=False)
+    monkeypatch.delenv(kineto_parallel.ENV, raising=False)
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(forked, "MIN_EVENTS", 0)
+    monkeypatch.setattr(planning, "available_memory_bytes", lambda: 64 << 30)
+    assert forked.wanted(trace)
+    monkeypatch.setattr(planning, "available_memory_bytes", lambda: 0)
+    assert not forked.wanted(trace)
