@@ -175,7 +175,7 @@ def test_what_if_replays_equal_the_pass_over_every_node(label, traces) -> None:
     from analyzers.critical_path.analysis import candidate_changes
 
     g = build_step_graph(traces)
-    changes = candidate_changes(g, step_paths(g)) + [Change("overlap_comm"), Change("none")]
+    changes = [*candidate_changes(g, step_paths(g)), Change("overlap_comm"), Change("none")]
     for c in changes:
         d = delays(g, c)
         got = replay(len(g.node_time), g.topo, g.pred, g.src, d, anchors(g))
