@@ -3,7 +3,10 @@
 :func:`hta_longest_path` is ``networkx.dag_longest_path`` step for step (its topological order
 from ``topological_generations``, first maximal predecessor in insertion order, first maximal
 node in topological order), so that ties resolve as in HTA.  :func:`replay` is the simulator's
-max-plus pass: every node's time is the latest of its predecessors' times plus the edge delay.
+max-plus pass: every node's time is the latest of its predecessors' times plus the edge delay
+(one-in-edge chains compressed); :func:`settled` gives its result without a pass when the
+given times already solve it (the measured graph); :func:`forward_order` and :func:`in_edges`
+are the order and the in-edge lists it runs on.
 """
 
 from __future__ import annotations
