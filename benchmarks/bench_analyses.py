@@ -6,9 +6,10 @@ replicated, loaded once, and then every registered summary section
 (:data:`reports.summary.registry.RANK_SECTIONS`, then :data:`RUN_SECTIONS` over the ranks) is
 run on it in this process, in registry order, timed with ``time.perf_counter``.  The memoised
 collectives table (:func:`analyzers.collectives.collectives_table`, shared by several sections)
-is its own first row, so the sections after it are timed with it built.  Two analyses that are
-not summary sections follow: the serving section (``reports.serving_section``) and the
-critical path (``gpuscope critical-path``).
+is its own first row, so the sections after it are timed with it built.  The serving section
+and the critical path are registered sections (``serving`` per rank, ``critical_path`` across
+ranks), timed in the loop like the others, one process, one CPU (``gpuscope analyze`` shares a
+rank's sections between two CPUs: :mod:`reports.summary.forked`).
 
 *Events* are the rows of the loaded trace model: GPU rows + host rows + annotations + counter
 samples (a Kineto JSON holds more events: its ``ph: M`` metadata and flow events are not rows).
@@ -108,23 +109,6 @@ def bench(name: str, work: Path, repeat: int) -> list[tuple[str, float, int]]:
     for key, run_fn in RUN_SECTIONS:
         rows.append((f"{key} (run)", _timed(lambda f=run_fn: f(traces, opts, inputs), repeat), n))
 
-    from reports.critical_path_section import critical_path
-    from reports.serving_section import serving_section
-
-    rows.append(
-        (
-            "serving (not in analyze)",
-            _timed(lambda: [serving_section(t, opts, {}) for t in traces], repeat),
-            n,
-        )
-    )
-    rows.append(
-        (
-            "critical path (critical-path)",
-            _timed(lambda: critical_path(traces, opts, {}), repeat),
-            n,
-        )
-    )
     return rows
 
 

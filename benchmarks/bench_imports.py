@@ -2,8 +2,8 @@
 
 Runs ``python -X importtime`` on the CLI in a fresh process with an audit hook that marks, on
 stderr, the moment the trace file is first opened to be read (by the command or by the read's
-helper it forks early, docs/kineto-reader.md; the gzip size check, which reads the 4-byte
-trailer, does not count); sums the cumulative import times of the
+helper it forks early, docs/kineto-reader.md; the gzip size check and the SQLite format check,
+which read the 4-byte trailer and the 16-byte header, do not count); sums the cumulative import times of the
 top-level imports before that mark (the import time a user waits for before any work) and
 after it (modules imported lazily by the work itself), and lists the heavy third-party packages
 that were imported at all (Dask, SQLAlchemy, alembic, plotly, scipy, ruptures, pydantic,
@@ -43,8 +43,8 @@ def _hook(event, args):
     if not _seen and event == "open" and args and str(args[0]) == _target:
         f = sys._getframe(1)
         while f is not None:
-            if f.f_code.co_name == "gzip_isize":
-                return  # the size check reads the gzip trailer: not the read of the trace
+            if f.f_code.co_name in ("gzip_isize", "is_sqlite"):
+                return  # the size check and the format check peek: not the read of the trace
             f = f.f_back
         _seen.append(1)
         who = "this process" if os.getpid() == _parent else "the read's helper"
@@ -77,8 +77,8 @@ def one_run(trace: Path, extra: list[str]) -> dict[str, object]:
     modules: list[str] = []
     for line in r.stderr.splitlines():
         if line.startswith(MARK):
+            reader = reader or line[len(MARK) :].strip()  # the first: the helper's, when early
             seen = True
-            reader = line[len(MARK) :].strip()
             continue
         if line.startswith("gpuscope-bench: modules "):
             modules = line.split()[3:]
