@@ -3,9 +3,9 @@
 Runs ``python -X importtime`` on the CLI in a fresh process with an audit hook that marks, on
 stderr, the moment the trace file is first opened to be read (by the command or by the read's
 helper it forks early, docs/kineto-reader.md; the gzip size check and the SQLite format check,
-which read the 4-byte trailer and the 16-byte header, do not count); sums the cumulative import times of the
-top-level imports before that mark (the import time a user waits for before any work) and
-after it (modules imported lazily by the work itself), and lists the heavy third-party packages
+which read the 4-byte trailer and the 16-byte header, do not count); sums the cumulative import
+times of the top-level imports before that mark (the import time a user waits for before any
+work) and after it (modules imported lazily by the work itself), and lists the heavy packages
 that were imported at all (Dask, SQLAlchemy, alembic, plotly, scipy, ruptures, pydantic,
 pyarrow).  Median of ``--repeat`` runs.
 
