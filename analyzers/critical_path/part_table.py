@@ -94,12 +94,17 @@ def part_table(p: RankGraph) -> pd.DataFrame:
 
 
 def _objects(col: pd.Series) -> np.ndarray:
+    """``col.astype(object)`` as an array (a categorical's values taken from its categories
+    once, not converted row by row; a missing value NaN)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        labels = np.append(col.cat.categories.to_numpy(dtype=object), np.nan)
+        return labels[col.cat.codes.to_numpy()]
     return np.asarray(col.astype(object).to_numpy(), dtype=object)
 
 
 def part_from_table(df: pd.DataFrame) -> RankGraph:
     """The part a :func:`part_table` holds."""
-    row = df["row"].astype(str).to_numpy()
+    row = _objects(df["row"])
     head = df[row == "part"]
     nodes, edges = df[row == "node"], df[row == "edge"]
     steps, colls = df[row == "step"], df[row == "collective"]
