@@ -375,12 +375,20 @@ def make_trace(
     )
 
 
+def object_values(col: pd.Series) -> np.ndarray:
+    """``col.astype(object)`` as an array (missing values NaN in a categorical), made once per
+    category of a categorical column instead of once per row."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        labels = np.append(col.cat.categories.to_numpy(dtype=object), np.nan)
+        return labels[col.cat.codes.to_numpy()]
+    return np.asarray(col.astype(object).to_numpy(), dtype=object)
+
+
 def str_values(col: pd.Series) -> np.ndarray:
-    """``col.astype(str).to_numpy(dtype=object)`` (missing values NaN), made once per category
-    of a categorical column of strings instead of once per row."""
-    if not isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_string_dtype(
+    """``col.astype(str).to_numpy(dtype=object)`` (missing values NaN): for a categorical
+    column of strings, :func:`object_values`."""
+    if isinstance(col.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
         col.cat.categories.dtype
     ):
-        return col.astype(str).to_numpy(dtype=object)
-    labels = np.append(col.cat.categories.astype(str).to_numpy(dtype=object), np.nan)
-    return labels[col.cat.codes.to_numpy()]
+        return object_values(col)
+    return col.astype(str).to_numpy(dtype=object)

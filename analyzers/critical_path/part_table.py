@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.critical_path.rank_graph import RankGraph
+from collectors.model import object_values
 
 PART_COLUMNS = (
     "row",
@@ -93,18 +94,9 @@ def part_table(p: RankGraph) -> pd.DataFrame:
     )
 
 
-def _objects(col: pd.Series) -> np.ndarray:
-    """``col.astype(object)`` as an array (a categorical's values taken from its categories
-    once, not converted row by row; a missing value NaN)."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        labels = np.append(col.cat.categories.to_numpy(dtype=object), np.nan)
-        return labels[col.cat.codes.to_numpy()]
-    return np.asarray(col.astype(object).to_numpy(), dtype=object)
-
-
 def part_from_table(df: pd.DataFrame) -> RankGraph:
     """The part a :func:`part_table` holds."""
-    row = _objects(df["row"])
+    row = object_values(df["row"])
     head = df[row == "part"]
     nodes, edges = df[row == "node"], df[row == "edge"]
     steps, colls = df[row == "step"], df[row == "collective"]
@@ -119,18 +111,18 @@ def part_from_table(df: pd.DataFrame) -> RankGraph:
         src=edges["a"].to_numpy(np.int64),
         dst=dst,
         kind=edges["kind"].to_numpy(np.int64),
-        cause=_objects(edges["cause"]),
-        detail=_objects(edges["detail"]),
-        name=_objects(edges["name"]),
-        category=_objects(edges["category"]),
+        cause=object_values(edges["cause"]),
+        detail=object_values(edges["detail"]),
+        name=object_values(edges["name"]),
+        category=object_values(edges["category"]),
         launching=edges["flag_launching"].to_numpy(bool),
         unresolved=edges["flag_unresolved"].to_numpy(bool),
         step_num=steps["t"].to_numpy(np.int64),
         step_start=steps["a"].to_numpy(np.int64),
         step_done=steps["b"].to_numpy(np.int64),
-        coll_key=_objects(colls["detail"]),
-        coll_name=_objects(colls["category"]),
-        coll_kernel=_objects(colls["name"]),
+        coll_key=object_values(colls["detail"]),
+        coll_name=object_values(colls["category"]),
+        coll_kernel=object_values(colls["name"]),
         coll_start=colls["a"].to_numpy(np.int64),
         coll_end=colls["b"].to_numpy(np.int64),
         coll_facts=np.asarray(facts, np.float64).reshape(-1, 3),

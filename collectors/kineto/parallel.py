@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import multiprocessing
 import os
 import pickle
-import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -46,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collectors.forking import Helper, fork_helper
 from collectors.kineto.rows import RowParts, Rows, read_chunks
 from collectors.kineto.source import GZIP_MAGIC
 from collectors.kineto.stream import Fallback
@@ -145,10 +144,9 @@ def gzip_isize(path: Path) -> int | None:
 
 @dataclass
 class _Helper:
-    """A forked helper reading (path, include_python), and what its parent needs of it."""
+    """A forked helper reading (path, include_python), and the chunk counter it shares."""
 
-    pid: int
-    read_fd: int
+    process: Helper
     claimed: Any
 
 
@@ -182,15 +180,7 @@ def cancel_early() -> None:
     """Kill and reap every helper :func:`start_early` started that no read joined."""
     while _early:
         _, h = _early.popitem()
-        _stop(h)
-
-
-def _stop(h: _Helper) -> None:
-    with contextlib.suppress(OSError):
-        os.close(h.read_fd)
-    with contextlib.suppress(OSError):
-        os.kill(h.pid, signal.SIGKILL)
-        os.waitpid(h.pid, 0)
+        h.process.stop()
 
 
 def _fork_helper(path: Path, include_python: bool) -> _Helper:
@@ -203,27 +193,11 @@ def _fork_helper(path: Path, include_python: bool) -> _Helper:
         claimed = multiprocessing.get_context("fork").Value("q", 0)  # shared memory + a lock
     except (OSError, ImportError, ValueError):  # no /dev/shm, no sem_open...
         raise Fallback from None
-    read_fd, write_fd = os.pipe()
-    gc.freeze()  # the helper then copies fewer of the pages it shares with this process
     try:
-        pid = os.fork()
+        process = fork_helper(lambda fd: _helper(path, include_python, claimed, fd))
     except OSError:
-        gc.unfreeze()
-        os.close(read_fd)
-        os.close(write_fd)
         raise Fallback from None
-    if pid == 0:  # pragma: no cover - the helper (its work is checked through the parent)
-        code = 3
-        try:
-            for sig in (signal.SIGINT, signal.SIGTERM):  # not the parent's handlers
-                signal.signal(sig, signal.SIG_DFL)
-            os.close(read_fd)
-            code = _helper(path, include_python, claimed, write_fd)
-        finally:
-            os._exit(code)  # no atexit handlers, no flushing the parent's buffers
-    gc.unfreeze()
-    os.close(write_fd)
-    return _Helper(pid, read_fd, claimed)
+    return _Helper(process, claimed)
 
 
 def read_rows(path: Path, include_python: bool) -> RowParts:
@@ -238,16 +212,10 @@ def read_rows(path: Path, include_python: bool) -> RowParts:
     with contextlib.suppress(OSError):
         early = _early.pop((str(Path(path).resolve()), include_python), None)
     h = early if early is not None else _fork_helper(path, include_python)
-    pid, read_fd = h.pid, h.read_fd
-    done = False
     try:
         rows, ends = _read_own(path, include_python, h.claimed)
-        with os.fdopen(read_fd, "rb") as f:
-            read_fd = -1
-            data = f.read()
-        _, status, usage = os.wait4(pid, 0)
-        done = True
-        if os.waitstatus_to_exitcode(status) != 0:
+        data, code, usage = h.process.join()
+        if code != 0:
             raise Fallback
         theirs = pickle.loads(data)
         del data
@@ -262,12 +230,7 @@ def read_rows(path: Path, include_python: bool) -> RowParts:
             raise Fallback  # the two readers cut the text differently
         rows.merge(theirs["rows"])
     finally:
-        if read_fd >= 0:
-            os.close(read_fd)
-        if not done:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        h.process.stop()  # nothing when joined
     if rows.top is None:
         raise Fallback
     return rows.parts()

@@ -25,15 +25,14 @@ already fill the CPUs.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import pickle
-import signal
 from collections.abc import Callable
 from typing import Any
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
+from collectors.forking import fork_helper
 from collectors.model import Trace
 from reports.summary.many_ranks import RUN_REDUCERS, RankDigest
 from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS, RUN_SECTIONS
@@ -122,46 +121,20 @@ def _run_split(
         claimed = multiprocessing.get_context("fork").Array("q", [0, len(todo) - 1])
     except (OSError, ImportError, ValueError):
         return {}
-    read_fd, write_fd = os.pipe()
-    gc.freeze()  # the helper then copies fewer of the pages it shares with this process
     try:
-        pid = os.fork()
+        helper = fork_helper(lambda fd: _helper(todo, trace, options, inputs, claimed, fd))
     except OSError:
-        gc.unfreeze()
-        os.close(read_fd)
-        os.close(write_fd)
         return {}
-    if pid == 0:  # pragma: no cover - the helper (its results are checked through the parent)
-        code = 3
-        try:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, signal.SIG_DFL)
-            os.close(read_fd)
-            code = _helper(todo, trace, options, inputs, claimed, write_fd)
-        finally:
-            os._exit(code)
-    gc.unfreeze()
-    os.close(write_fd)
     out: dict[int, Any] = {}
-    done = False
     try:
         while (i := _claim(claimed, front=True)) is not None:
             out[i] = todo[i][2](trace, options, inputs)
-        with os.fdopen(read_fd, "rb") as f:
-            read_fd = -1
-            data = f.read()
-        _, status = os.waitpid(pid, 0)
-        done = True
-        if os.waitstatus_to_exitcode(status) == 0:
+        data, code, _ = helper.join()
+        if code == 0:
             with contextlib.suppress(Exception):
                 out.update(pickle.loads(data))
     finally:
-        if read_fd >= 0:
-            os.close(read_fd)
-        if not done:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        helper.stop()  # nothing when joined
     return out
 
 

@@ -203,9 +203,10 @@ def test_a_helper_started_early_is_joined_by_the_read(
     assert kineto_parallel.start_early(path)
     assert not kineto_parallel.start_early(path)  # one helper per file
     (early,) = kineto_parallel._early.values()
+    pid = early.process.pid
     time.sleep(0.3)  # the helper claims chunks while this process does something else
     rows = kineto_parallel.read_rows(path, include_python=False)
-    assert not kineto_parallel._early and not _alive(early.pid)  # joined and reaped
+    assert not kineto_parallel._early and not _alive(pid)  # joined and reaped
     helper = kineto_parallel.last_helper
     assert helper is not None and helper.chunks > helper.all_chunks // 2
     assert rows.chunks + helper.chunks == helper.all_chunks
@@ -220,11 +221,12 @@ def test_a_helper_started_early_and_never_joined_is_stopped(
     monkeypatch.setenv(kineto_parallel.ENV, "2")
     assert kineto_parallel.start_early(path, include_python=True)
     (early,) = kineto_parallel._early.values()
+    pid = early.process.pid
     # a read of the file with other options does not join it
     assert_same_trace(read_kineto(path, parallel=True), read_kineto(path, parallel=False))
     assert kineto_parallel._early
     kineto_parallel.cancel_early()
-    assert not kineto_parallel._early and not _alive(early.pid)
+    assert not kineto_parallel._early and not _alive(pid)
     assert not kineto_parallel.start_early(tmp_path / "missing.json.gz")
     assert not kineto_parallel.start_early(tmp_path)  # not a file: nothing forked
     monkeypatch.setenv(kineto_parallel.ENV, "1")
