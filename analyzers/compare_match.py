@@ -31,6 +31,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from collectors.arrays import sorted_unique
+
 Status = Literal["matched", "added", "removed"]
 
 MAX_NAMES = 5
@@ -137,7 +139,7 @@ def aggregate_events(events: pd.DataFrame) -> pd.DataFrame:
     np.add.at(total, p_codes, events["dur_ns"].to_numpy(dtype=np.int64))
     call = events["call"].to_numpy(dtype=np.int64)
     call = call - call.min()
-    distinct = np.unique(p_codes.astype(np.int64) * (int(call.max()) + 1) + call)
+    distinct = sorted_unique(p_codes.astype(np.int64) * (int(call.max()) + 1) + call)
     count = np.bincount(distinct // (int(call.max()) + 1), minlength=len(p_uni))
     return pd.DataFrame(
         {

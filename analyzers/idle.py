@@ -35,6 +35,7 @@ import pandas as pd
 from analyzers import intervals as iv
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
+from collectors.arrays import sorted_unique
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace
 
@@ -137,7 +138,7 @@ def launch_start_by_correlation(trace: Trace) -> pd.Series:
     """Start (ns) of the launching call of each correlation id (index: correlation;
     :func:`collectors.linking.launching_calls`); computed once per Trace (not to be changed)."""
     h = trace.host
-    ids = np.unique(h["correlation"].to_numpy()[launch_mask(h)])
+    ids = sorted_unique(h["correlation"].to_numpy()[launch_mask(h)])
     rows = launching_calls(h, ids)
     return pd.Series(h["start_ns"].to_numpy()[rows], index=pd.Index(ids, dtype=np.int64))
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from collectors.arrays import sort_runs
+
 Intervals = tuple[NDArray[np.int64], NDArray[np.int64]]
 
 
@@ -145,8 +147,8 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     if _is_normalized(a) and _is_normalized(inter):
         # inter ⊆ a: each a group minus the pieces inside it; the starts (a starts, piece
         # ends) and the ends (piece starts, a ends) pair up in sorted order
-        s = np.sort(np.concatenate([a[0], inter[1]]))
-        e = np.sort(np.concatenate([inter[0], a[1]]))
+        s = sort_runs(np.concatenate([a[0], inter[1]]))
+        e = sort_runs(np.concatenate([inter[0], a[1]]))
         keep = e > s
         return _normalized(s[keep], e[keep])
     # complement of the intersection within each a-group

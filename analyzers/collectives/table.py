@@ -53,6 +53,7 @@ from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, e
 from analyzers.collectives.linking import innermost, launches, name_mask, nvtx_ranges
 from analyzers.collectives.metadata import RecordContext, collective_record
 from analyzers.collectives.sizes import add_message_bytes
+from collectors.arrays import sorted_unique
 from collectors.nccl_kernels import NCCL_NAME
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _gpu_records(
     is_nccl_c = nccl_rows[cand]
     # a memcpy row belongs to a collective only inside a nccl:* / NVTX range without NCCL kernel
     range_key = np.where(ann_of >= 0, ann_of * 4 + 1, np.where(nvtx_of >= 0, nvtx_of * 4 + 2, -1))
-    with_kernels = np.unique(range_key[is_nccl_c & (range_key >= 0)])
+    with_kernels = sorted_unique(range_key[is_nccl_c & (range_key >= 0)])
     keep = is_nccl_c | (~is_nccl_c & (range_key >= 0) & ~np.isin(range_key, with_kernels))
     if not keep.any():
         return []

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from collectors.arrays import sorted_unique
+
 
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> list[int]:
     """Nodes ``0..n-1`` in networkx ``topological_generations`` order (edges in insertion
@@ -89,7 +91,7 @@ def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) ->
     tie = np.flatnonzero(ts == td)
     if not len(tie):
         return np.argsort(time, kind="stable")
-    nodes = np.unique(np.concatenate([src[tie], dst[tie]]))
+    nodes = sorted_unique(np.concatenate([src[tie], dst[tie]]))
     local = topological_order(
         len(nodes), np.searchsorted(nodes, src[tie]), np.searchsorted(nodes, dst[tie])
     )

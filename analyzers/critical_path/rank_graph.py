@@ -46,6 +46,8 @@ from analyzers.critical_path.sources import (
     collectives_of,
     gpu_categories,
 )
+from collectors.arrays import sorted_unique
+from collectors.linking import group_codes
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -244,7 +246,7 @@ def _host_edges(
     cur = np.flatnonzero(is_launch & host)
     while cur.size:
         launches_gpu[cur] = True
-        cur = np.unique(parent_of[cur])
+        cur = sorted_unique(parent_of[cur])
         cur = cur[(cur >= 0) & ~launches_gpu[np.maximum(cur, 0)]]
     return launches_gpu
 
@@ -262,7 +264,7 @@ def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> 
         cand = order[(ev.pid[order] == ev.pid[r]) & (ev.end[order] <= ev.end[r])]
         if ev.name[r] == "Stream Sync":
             cand = cand[ev.stream[cand] == ev.stream[r]]
-        for s in np.unique(ev.stream[cand]).tolist():
+        for s in sorted_unique(ev.stream[cand]).tolist():
             c = cand[ev.stream[cand] == s]
             if len(c):
                 us.append(int(end[c[np.argmax(ev.end[c])]]))
@@ -279,25 +281,27 @@ def _next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> n
     out = np.full(len(calls), -1, np.int64)
     if not len(launches) or not len(calls):
         return out
-    launches = launches[np.argsort(ev.ts[launches], kind="stable")]
-    groups: dict[tuple[int, int, int], list[int]] = {}
-    keys = zip(
-        ev.pid[launches].tolist(),
-        ev.tid[launches].tolist(),
-        ev.stream[ev.link[launches]].tolist(),
-        strict=True,
+    # each launch stands in two groups, its (pid, tid, stream) and its thread's (pid, tid, -1);
+    # per call, the first entry of its group (in time order, then row order) after its start
+    on = ev.stream[ev.link[launches]]
+    entry = np.concatenate([launches, launches])
+    keys = (
+        np.concatenate([ev.pid[launches], ev.pid[launches]]),
+        np.concatenate([ev.tid[launches], ev.tid[launches]]),
+        np.concatenate([on, np.full(len(launches), -1, np.int64)]),
     )
-    for pos, (p, t, s) in zip(launches.tolist(), keys, strict=True):
-        groups.setdefault((p, t, s), []).append(pos)
-        groups.setdefault((p, t, -1), []).append(pos)
-    arrays = {k: np.asarray(v, np.int64) for k, v in groups.items()}
-    for i, (c, s) in enumerate(zip(calls.tolist(), streams.tolist(), strict=True)):
-        cand = arrays.get((int(ev.pid[c]), int(ev.tid[c]), int(s)))
-        if cand is None:
-            continue
-        j = int(np.searchsorted(ev.ts[cand], ev.ts[c], side="right"))
-        if j < len(cand):
-            out[i] = int(ev.link[cand[j]])
+    queries = (ev.pid[calls], ev.tid[calls], np.asarray(streams, np.int64))
+    code, q_code = group_codes(keys, queries)
+    t_entry, t_query = ev.ts[entry], ev.ts[calls]
+    _, rank = np.unique(np.concatenate([t_entry, t_query]), return_inverse=True)
+    rank = np.asarray(rank, np.int64).reshape(-1)
+    width = int(rank.max()) + 1
+    order = np.lexsort((entry, t_entry, code))
+    composite = code[order] * width + rank[: len(entry)][order]
+    at = np.searchsorted(composite, q_code * width + rank[len(entry) :], side="right")
+    hit = at < len(order)
+    hit[hit] = code[order[at[hit]]] == q_code[hit]
+    out[hit] = ev.link[entry[order[at[hit]]]]
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collectors.arrays import sorted_unique
 from collectors.nsys.schema import NsysDb
 from collectors.nsys.strings import MISSING, categorical, concat_categoricals, lookup
 
@@ -169,7 +170,7 @@ def read_kernels(db: NsysDb) -> Columns:
     # the demangled name; the short name where the demangled string is missing
     known = np.fromiter(strings, dtype=np.int64, count=len(strings))
     best = np.where(np.isin(name_ids, known) | ~np.isin(short_ids, known), name_ids, short_ids)
-    gone = np.unique(best[~np.isin(best, known)])
+    gone = sorted_unique(best[~np.isin(best, known)])
     if gone.size:  # neither string exists: the kernel is named by its demangledName id
         strings = {**strings, **{int(i): MISSING.format(int(i)) for i in gone}}
         db.missing_strings["kernel names"] = len(gone)
@@ -190,7 +191,7 @@ def read_memcpy(db: NsysDb) -> Columns:
     cols = _checked(db, MEMCPY, cols)
     kinds = cols.pop("_kind")
     labels = db.enum_labels("ENUM_CUDA_MEMCPY_OPER", MEMCPY_KIND_LABELS)
-    present = {int(k) for k in np.unique(kinds)}
+    present = {int(k) for k in sorted_unique(kinds)}
     names = {k: f"[CUDA memcpy {labels.get(k, f'kind {k}')}]" for k in present}
     codes = {k: MEMCPY_KIND_CODES.get(k, labels.get(k, f"kind {k}")) for k in present}
     out = _rows(cols, "memcpy", categorical(db, kinds, transform=names))
@@ -220,7 +221,7 @@ def read_sync(db: NsysDb) -> Columns:
     cols = db.int_columns(SYNC, {**_COMMON_MAP, "_type": "syncType"})
     cols = _checked(db, SYNC, cols)
     types = cols.pop("_type")
-    names = {int(t): SYNC_NAMES.get(int(t), SYNC_NAMES[0]) for t in np.unique(types)}
+    names = {int(t): SYNC_NAMES.get(int(t), SYNC_NAMES[0]) for t in sorted_unique(types)}
     return _rows(cols, "sync", categorical(db, types, transform=names))
 
 

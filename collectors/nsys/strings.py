@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collectors.arrays import sorted_unique
 from collectors.nsys.schema import NsysDb
 
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
@@ -28,7 +29,7 @@ def strip_api_version(name: str) -> str:
 
 def lookup(db: NsysDb, ids: np.ndarray) -> dict[int, str]:
     """``{id: value}`` for the distinct non-negative *ids* found in ``StringIds``."""
-    want = np.unique(ids[ids >= 0]) if ids.size else ids
+    want = sorted_unique(ids[ids >= 0]) if ids.size else ids
     if want.size == 0:
         return {}
     db.require_table("StringIds")

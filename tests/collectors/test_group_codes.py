@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.linking import _group_codes
+from collectors.linking import group_codes
 
 
 @settings(max_examples=200, deadline=None)
@@ -22,7 +22,7 @@ def test_group_codes_are_the_rank_of_each_key_tuple(
     half = len(rows) // 2
     a = [c[:half] for c in cols]
     b = [c[half:] for c in cols]
-    got_a, got_b = _group_codes(a if len(a) > 1 else a[0], b if len(b) > 1 else b[0])
+    got_a, got_b = group_codes(a if len(a) > 1 else a[0], b if len(b) > 1 else b[0])
     keys = np.stack(cols, axis=1)
     _, want = np.unique(keys, axis=0, return_inverse=True)
     want = np.asarray(want).reshape(-1)

@@ -1,5 +1,6 @@
 """collectors.model.object_values / str_values give exactly pandas' own ``astype(object)`` and
-``astype(str)`` of a column (made once per category of a categorical)."""
+``astype(str)`` of a column (made once per category of a categorical); str_array is the column
+a DataFrame builds from str_values."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collectors.model import object_values, str_values
+from collectors.model import object_values, str_array, str_values
 
 COLUMNS = {
     "categorical strings with a missing value": pd.Series(pd.Categorical(["a", None, "b", "a"])),
@@ -15,6 +16,7 @@ COLUMNS = {
     "categorical numbers": pd.Series(pd.Categorical([1, 2, None])),
     "empty categorical": pd.Series(pd.Categorical([], categories=pd.Index([], dtype=str))),
     "object strings": pd.Series(["p", "q"], dtype=object),
+    "categorical strings all missing": pd.Series(pd.Categorical([None, None], categories=["a"])),
 }
 
 
@@ -30,3 +32,21 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def test_values_equal_pandas_conversions(col: pd.Series) -> None:
     assert _same(object_values(col), np.asarray(col.astype(object).to_numpy(), dtype=object))
     assert _same(str_values(col), col.astype(str).to_numpy(dtype=object))
+
+
+@pytest.mark.parametrize("col", COLUMNS.values(), ids=COLUMNS.keys())
+def test_str_array_is_the_column_a_frame_builds_from_str_values(col: pd.Series) -> None:
+    got = pd.DataFrame({"c": str_array(col)})["c"]
+    want = pd.DataFrame({"c": str_values(col)})["c"]
+    assert got.dtype == want.dtype
+    pd.testing.assert_series_equal(got, want)
+    assert _same(got.to_numpy(dtype=object), want.to_numpy(dtype=object))
+
+
+def test_str_array_of_a_large_categorical_takes_the_pyarrow_path() -> None:
+    pytest.importorskip("pyarrow")
+    codes = np.arange(10_000) % 7 - 1  # -1: missing
+    col = pd.Series(pd.Categorical.from_codes(codes, categories=[f"k{i}" for i in range(6)]))
+    got = str_array(col)
+    assert not isinstance(got, np.ndarray)  # decoded by pyarrow, not one object per row
+    pd.testing.assert_series_equal(pd.Series(got), pd.Series(str_values(col)))

@@ -18,7 +18,7 @@ from analyzers.critical_path.sources import COMMUNICATION, MEMORY
 from analyzers.critical_path.step_graph import KINDS, build_step_graph
 from collectors.load import load_traces
 from tests.support.critical_path_traces import training_run
-from tests.support.env import SAMPLES
+from tests.support.env import SAMPLES, shared_path
 
 
 def _runs() -> list[tuple[str, list]]:
@@ -247,3 +247,89 @@ def test_replay_and_forward_order_on_random_dags(dag) -> None:
 def test_forward_order_raises_on_a_cycle_of_equal_times() -> None:
     with pytest.raises(ValueError, match="cycle"):
         forward_order(3, np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([5, 5, 5]))
+
+
+def _next_launched_loop(ev, calls, streams):
+    """The per-call loop :func:`rank_graph._next_launched_rows` replaced."""
+    launch = ev.is_host & ev.name_in(rg.LAUNCH_NAMES) & (ev.link >= 0)
+    launches = np.flatnonzero(launch)
+    launches = launches[ev.stream[ev.link[launches]] >= 0]
+    out = np.full(len(calls), -1, np.int64)
+    if not len(launches) or not len(calls):
+        return out
+    launches = launches[np.argsort(ev.ts[launches], kind="stable")]
+    groups: dict = {}
+    keys = zip(
+        ev.pid[launches].tolist(),
+        ev.tid[launches].tolist(),
+        ev.stream[ev.link[launches]].tolist(),
+        strict=True,
+    )
+    for pos, (p, t, s) in zip(launches.tolist(), keys, strict=True):
+        groups.setdefault((p, t, s), []).append(pos)
+        groups.setdefault((p, t, -1), []).append(pos)
+    arrays = {k: np.asarray(v, np.int64) for k, v in groups.items()}
+    for i, (c, s) in enumerate(zip(calls.tolist(), streams.tolist(), strict=True)):
+        cand = arrays.get((int(ev.pid[c]), int(ev.tid[c]), int(s)))
+        if cand is None:
+            continue
+        j = int(np.searchsorted(ev.ts[cand], ev.ts[c], side="right"))
+        if j < len(cand):
+            out[i] = int(ev.link[cand[j]])
+    return out
+
+
+class _FakeEvents:
+    """The columns :func:`rank_graph._next_launched_rows` reads: *n* host rows (some of them
+    launches, linked to one of *n* GPU rows on a stream) followed by the GPU rows."""
+
+    def __init__(self, data) -> None:
+        n = data.draw(st.integers(1, 40))
+        ints = lambda lo, hi: np.asarray(  # noqa: E731
+            data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), np.int64
+        )
+        self.ts = np.concatenate([ints(0, 30), ints(0, 30)])  # ties on purpose
+        self.pid = np.concatenate([ints(0, 2), ints(0, 2)])
+        self.tid = np.concatenate([ints(0, 2), ints(0, 2)])
+        self.stream = np.concatenate([np.full(n, -1, np.int64), ints(-1, 2)])
+        linked = ints(-1, n - 1)
+        self.link = np.concatenate([np.where(linked >= 0, linked + n, -1), np.full(n, -1)])
+        self.is_host = np.arange(2 * n) < n
+        self._launch = np.concatenate([ints(0, 1).astype(bool), np.zeros(n, bool)])
+        self.n = n
+
+    def name_in(self, names) -> np.ndarray:
+        assert names is rg.LAUNCH_NAMES
+        return self._launch
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_next_launched_rows_equal_the_per_call_loop(data) -> None:
+    ev = _FakeEvents(data)
+    calls = np.asarray(data.draw(st.lists(st.integers(0, ev.n - 1), max_size=20)), np.int64)
+    streams = np.asarray(
+        data.draw(st.lists(st.integers(-1, 2), min_size=len(calls), max_size=len(calls))),
+        np.int64,
+    )
+    got = rg._next_launched_rows(ev, calls, streams)
+    np.testing.assert_array_equal(got, _next_launched_loop(ev, calls, streams))
+
+
+def test_next_launched_rows_on_a_real_trace_with_stream_waits_equal_the_loop(monkeypatch) -> None:
+    # HTA's nccl_parser_config trace: 84 stream waits whose next launch is looked up
+    traces = load_traces([shared_path("kineto", "hta", "nccl_parser_config", "nccl_data.json.gz")])
+    seen = []
+    real = rg._next_launched_rows
+
+    def spy(ev, calls, streams):
+        got = real(ev, calls, streams)
+        seen.append((got, _next_launched_loop(ev, calls, streams)))
+        return got
+
+    monkeypatch.setattr(rg, "_next_launched_rows", spy)
+    for t in traces:
+        rg.rank_graph(t)
+    assert sum(int((got >= 0).sum()) for got, _ in seen) > 0
+    for got, want in seen:
+        np.testing.assert_array_equal(got, want)
