@@ -167,6 +167,18 @@ def part_alone(
     return part_table(part), section_from(result) if result.paths else None
 
 
+def section_alone(
+    fn: Any, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
+) -> dict[str, Any] | None:
+    """The section of :func:`part_alone` without the rank's part table (nothing will combine
+    or cache it)."""
+    from analyzers.critical_path.analysis import critical_path_analysis
+    from analyzers.critical_path.rank_graph import rank_graph
+
+    result = critical_path_analysis([rank_graph(trace)])
+    return section_from(result) if result.paths else None
+
+
 def part_combine(
     fn: Any, digests: Sequence[Any], key: str, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:

@@ -71,7 +71,7 @@ def walk_arrays(
     is_start = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
     d = np.concatenate([-dur, dur])
     o = np.concatenate([order[grp], -order[grp]])
-    seq = np.lexsort((o, d, is_start, times))
+    seq = _lexsort_by_time(times, (o, d, is_start))
     ids = np.concatenate([grp, grp])[seq]
     st = is_start[seq].astype(bool)
     step = np.where(st, 1, -1).astype(np.int64)
@@ -106,11 +106,31 @@ def walk_arrays(
     k_pos = np.concatenate([idx, slot])
     k_flag = np.concatenate([np.ones(n, np.int64), np.zeros(n, np.int64)])
     k_depth = np.concatenate([np.zeros(n, np.int64), -tree_depth])
-    walk = np.lexsort((k_depth, k_flag, k_pos))
+    # one key for (k_pos, k_flag, k_depth) lexicographic: k_depth in [-D, 0], k_flag in {0, 1}
+    top = int(tree_depth.max())
+    walk = np.argsort((k_pos * 2 + k_flag) * (top + 1) + (k_depth + top), kind="stable")
     which = np.concatenate([idx, idx])[walk]
     entering = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])[walk]
     par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1)
     return node[which].astype(np.int64), entering, par_ev[which].astype(np.int64)
+
+
+def _lexsort_by_time(times: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort((*keys, times))``: a stable sort by time, then the secondary *keys* (last
+    most significant) sorted among the equal times only."""
+    seq = np.argsort(times, kind="stable")
+    t = times[seq]
+    eq = t[1:] == t[:-1]
+    if not eq.any():
+        return seq
+    tie = np.zeros(len(t), bool)
+    tie[1:] |= eq
+    tie[:-1] |= eq
+    at = np.flatnonzero(tie)
+    run = np.cumsum(np.r_[True, ~eq][at])  # one id per run of equal times, increasing
+    sub = seq[at]
+    seq[at] = sub[np.lexsort((*(k[sub] for k in keys), run))]
+    return seq
 
 
 def _walk(ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray) -> Walk:

@@ -154,6 +154,23 @@ def _forward_only(parts: list[RankGraph]) -> tuple[list[RankGraph], int]:
     return out, dropped
 
 
+def _pair_edges(p: RankGraph) -> dict[int, int]:
+    """Per collective position of *p*, its kernel's ``gpu`` edge (the last one from its start
+    node to its end node), for the collectives that have one."""
+    gpu = np.flatnonzero(p.kind == KINDS.index("gpu"))
+    if not len(gpu) or not len(p.coll_start):
+        return {}
+    width = np.int64(p.n_nodes + 1)
+    keys = p.src[gpu].astype(np.int64) * width + p.dst[gpu]
+    order = np.argsort(keys, kind="stable")  # equal pairs keep edge order: the last is last
+    sorted_keys = keys[order]
+    want = np.asarray(p.coll_start, np.int64) * width + np.asarray(p.coll_end, np.int64)
+    at = np.searchsorted(sorted_keys, want, side="right") - 1
+    found = (at >= 0) & (sorted_keys[np.maximum(at, 0)] == want)
+    edges = gpu[order[np.maximum(at, 0)]]
+    return dict(zip(np.flatnonzero(found).tolist(), edges[found].tolist(), strict=True))
+
+
 def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     """The graph of the ranks' *parts* (a :class:`RankGraph` per rank, or the rank's Trace)
     with measured delays (module docstring)."""
@@ -178,11 +195,8 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     # per rank, its collective kernel's gpu edge (start → end) by collective position
     kernel_edge: dict[tuple[int, int], int] = {}
     for p, eb in zip(ps, ebase.tolist(), strict=False):
-        gpu = np.flatnonzero(p.kind == KINDS.index("gpu"))
-        by_pair = {(int(p.src[e]), int(p.dst[e])): int(e) + eb for e in gpu.tolist()}
-        for i, (s, t) in enumerate(zip(p.coll_start.tolist(), p.coll_end.tolist(), strict=True)):
-            if (s, t) in by_pair:
-                kernel_edge[(p.rank, i)] = by_pair[(s, t)]
+        for i, e in _pair_edges(p).items():
+            kernel_edge[(p.rank, i)] = e + eb
     joins: list[Join] = []
     j_time: list[int] = []
     x_src: list[int] = []

@@ -49,22 +49,28 @@ ENV = "GPUSCOPE_SECTION_PROCS"
 Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
 
 
-def jobs(alone: bool = False) -> list[tuple[str, str, Job]]:
+def jobs(alone: bool = False, parts: bool = True) -> list[tuple[str, str, Job]]:
     """``(where, key, fn)`` in the order the serial code runs them: ``entry`` for a rank
     section, ``digest`` for a run section's extract — ``alone`` (when *alone*, for a reducer
     with :attr:`~reports.summary.many_ranks.RunReducer.alone`) for the extract and the
-    section of the rank alone, as a pair."""
+    section of the rank alone, as a pair, or ``value`` for that section only when the rank's
+    *parts* are not kept (nothing will combine or cache them) and the reducer has
+    :attr:`~reports.summary.many_ranks.RunReducer.value_alone`."""
     out: list[tuple[str, str, Job]] = [("entry", k, fn) for k, fn in RANK_SECTIONS]
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
-        if red is not None:
-            both = alone and red.alone is not None
-            out.append(("alone" if both else "digest", key, _extract(red, fn, both)))
+        if red is None:
+            continue
+        if alone and not parts and red.value_alone is not None:
+            out.append(("value", key, _step(red.value_alone, fn)))
+        elif alone and red.alone is not None:
+            out.append(("alone", key, _step(red.alone, fn)))
+        else:
+            out.append(("digest", key, _step(red.extract, fn)))
     return out
 
 
-def _extract(red: Any, fn: Any, alone: bool) -> Job:
-    step = red.alone if alone else red.extract
+def _step(step: Any, fn: Any) -> Job:
     return lambda trace, options, inputs: step(fn, trace, options, inputs)
 
 
@@ -86,12 +92,18 @@ def wanted(trace: Trace) -> bool:
 
 
 def entry_and_digest(
-    trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs, alone: bool = False
+    trace: Trace,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    alone: bool = False,
+    parts: bool = True,
 ) -> tuple[dict[str, Any], RankDigest]:
     """The rank's summary entry and digest, on two CPUs when :func:`wanted` (module docstring);
     *alone*: the rank is the run's only one (its digest then carries the run sections that
-    have a :attr:`~reports.summary.many_ranks.RunReducer.alone`)."""
-    todo = jobs(alone)
+    have a :attr:`~reports.summary.many_ranks.RunReducer.alone`); *parts*: False when the
+    digest's parts will be neither combined nor cached (with *alone*: a section that can be
+    computed without its part then has none, :func:`jobs`)."""
+    todo = jobs(alone, parts)
     results = _run_split(todo, trace, options, inputs) if wanted(trace) else {}
     values = [
         results[i] if i in results else fn(trace, options, inputs)
@@ -104,6 +116,8 @@ def entry_and_digest(
             digest.parts[key] = value
         elif where == "alone":
             digest.parts[key], digest.alone[key] = value
+        elif where == "value":
+            digest.alone[key] = value
         elif value is not None or key in ALWAYS_WRITTEN:
             entry[key] = value
     return entry, digest

@@ -141,6 +141,10 @@ class RunReducer:
     section of a run of that rank alone, where computing them together is worth it (on one CPU
     while another computes the other sections: :mod:`reports.summary.forked`); the value equals
     ``combine`` of the one digest (tested)."""
+    value_alone: Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs], Any] | None = None
+    """``value_alone(fn, trace, options, inputs)`` → the value of ``alone`` without the part,
+    for a sole rank whose part nothing will combine or cache (no results cache): what building
+    and returning the part would cost is saved (tested equal)."""
 
 
 RUN_REDUCERS: dict[str, RunReducer] = {
@@ -150,6 +154,7 @@ RUN_REDUCERS: dict[str, RunReducer] = {
         critical_path_section.part_extract,
         critical_path_section.part_combine,
         critical_path_section.part_alone,
+        critical_path_section.section_alone,
     ),
 }
 """Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read

@@ -191,8 +191,9 @@ def run_unit(
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
             alone = sole and len(traces) == 1  # the run's only rank
+            keep = cache is not None and rkey is not None  # the parts go to the results cache
             for trace in traces:
-                entry, digest = entry_and_digest(trace, options, inputs, alone)
+                entry, digest = entry_and_digest(trace, options, inputs, alone, parts=keep)
                 out.entries.append(entry)
                 out.digests.append(digest)
             del traces

@@ -333,3 +333,26 @@ def test_next_launched_rows_on_a_real_trace_with_stream_waits_equal_the_loop(mon
     assert sum(int((got >= 0).sum()) for got, _ in seen) > 0
     for got, want in seen:
         np.testing.assert_array_equal(got, want)
+
+
+def _pair_edges_loop(p) -> dict[int, int]:
+    """The dict over every gpu edge that :func:`step_graph._pair_edges` replaced."""
+    gpu = np.flatnonzero(p.kind == KINDS.index("gpu"))
+    by_pair = {(int(p.src[e]), int(p.dst[e])): int(e) for e in gpu.tolist()}
+    return {
+        i: by_pair[(s, t)]
+        for i, (s, t) in enumerate(zip(p.coll_start.tolist(), p.coll_end.tolist(), strict=True))
+        if (s, t) in by_pair
+    }
+
+
+def test_collective_kernel_edges_equal_the_dict_over_every_gpu_edge() -> None:
+    from analyzers.critical_path.step_graph import _pair_edges
+
+    found = 0
+    for _, traces in RUNS:
+        for t in traces:
+            p = rg.rank_graph(t)
+            assert _pair_edges(p) == _pair_edges_loop(p)
+            found += len(_pair_edges(p))
+    assert found > 0

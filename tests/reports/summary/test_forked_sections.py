@@ -66,7 +66,7 @@ def test_a_section_failing_in_the_helper_is_run_here(monkeypatch, tmp_path) -> N
         return {"ok": len(t.host)}
 
     todo = [("entry", "slow", slow), ("entry", "zz", only_here)]
-    monkeypatch.setattr(forked, "jobs", lambda alone=False: todo)
+    monkeypatch.setattr(forked, "jobs", lambda alone=False, parts=True: todo)
     monkeypatch.setenv(forked.ENV, "2")
     entry, _ = forked.entry_and_digest(trace, OPTS, INPUTS)
     assert (tmp_path / "helper-tried").exists()
@@ -107,6 +107,23 @@ def test_a_sole_rank_carries_its_critical_path_section_equal_to_the_combined_one
     assert entry == rank_entry(trace, OPTS, INPUTS)
     _same_digest(dataclasses.replace(digest, alone={}), rank_digest(trace, OPTS, INPUTS))
     assert set(digest.alone) == {"critical_path"}
+    combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
+    assert digest.alone["critical_path"] == combined["critical_path"]
+    assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
+
+
+@pytest.mark.parametrize("procs", ["1", "2"])
+def test_a_sole_rank_without_kept_parts_computes_its_section_without_the_part(
+    procs: str, monkeypatch
+) -> None:
+    from reports.summary.many_ranks import run_sections
+
+    trace = training_run(n_small=40, small_host=20_000)[0]
+    monkeypatch.setenv(forked.ENV, procs)
+    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS, alone=True, parts=False)
+    assert entry == rank_entry(trace, OPTS, INPUTS)
+    assert "critical_path" not in digest.parts  # no part table built or sent back
+    assert set(digest.parts) == set(rank_digest(trace, OPTS, INPUTS).parts) - {"critical_path"}
     combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
     assert digest.alone["critical_path"] == combined["critical_path"]
     assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
