@@ -98,18 +98,23 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
 
 
 def _start_read_early(paths: list[str]) -> None:
-    """With one Kineto file to read, start its parallel read's helper before the heavy imports
+    """With one Kineto file to read, or two that the engine will read here one after the other
+    (both large enough for a parallel read, so
+    :func:`~reports.summary.planning.here_on_two_cpus` holds and no pool is spawned), start
+    the first one's parallel read helper before the heavy imports
     (:func:`collectors.kineto.parallel.start_early`); the engine joins it when it parses the
     file, and a helper left unjoined (the parse cache had the file) is stopped once the
     analysis is done.  Nothing here raises: the engine reports bad input as always."""
     import contextlib
 
     from collectors.discover import expand_inputs
-    from collectors.kineto.parallel import start_early
+    from collectors.kineto.parallel import start_early, wanted
 
     with contextlib.suppress(Exception):
         kineto, sqlite, reps = expand_inputs(paths)
-        if len(kineto) == 1 and not sqlite and not reps:
+        if sqlite or reps or not kineto:
+            return
+        if len(kineto) == 1 or (len(kineto) == 2 and all(wanted(k) for k in kineto)):
             start_early(kineto[0])
 
 

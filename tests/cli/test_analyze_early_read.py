@@ -1,6 +1,7 @@
-"""``analyze`` with one Kineto file starts its parallel read's helper before the heavy imports
-(collectors.kineto.parallel.start_early) and stops one the analysis did not join; with
-several files, a Dask scheduler or a worker count it does not."""
+"""``analyze`` with one Kineto file, or two large ones read here one after the other, starts the
+(first) file's parallel read helper before the heavy imports
+(collectors.kineto.parallel.start_early) and stops one the analysis did not join; with small
+files among several, more than two files, a Dask scheduler or a worker count it does not."""
 
 from __future__ import annotations
 
@@ -40,6 +41,26 @@ def test_a_directory_of_one_trace_is_started_early(started: list[Path]) -> None:
 def test_several_files_or_an_explicit_pool_start_nothing(started: list[Path], extra) -> None:
     paths = [str(SAMPLES / "synthetic_2rank")] if not extra else [str(SAMPLES / "torch_cpu")]
     analyze.run_analyze(paths, no_cache=True, **extra)
+    assert started == []
+
+
+def test_two_large_files_start_the_first_one_early(
+    started: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kineto_parallel, "wanted", lambda p: True)  # as for two 47 MB ranks
+    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")], no_cache=True)
+    assert [p.name for p in started] == ["rank-0.json.gz"]
+
+
+def test_three_files_start_nothing_even_when_large(
+    started: list[Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import shutil
+
+    monkeypatch.setattr(kineto_parallel, "wanted", lambda p: True)
+    for r in range(3):  # three ranks: a pool may be spawned, which would not join the helper
+        shutil.copy(SAMPLES / "torch_cpu" / "rank-0.json.gz", tmp_path / f"rank-{r}.json.gz")
+    analyze._start_read_early([str(tmp_path)])
     assert started == []
 
 
