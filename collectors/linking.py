@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from collectors.arrays import dense_codes
 from collectors.model import LAUNCH_CATS
 
 if TYPE_CHECKING:
@@ -88,13 +89,10 @@ def group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.n
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # the rank of each key tuple in lexicographic order: column by column, each column's
     # dense codes folded into one integer (the same codes as a row-wise np.unique, faster)
-    _, inv = np.unique(cols[0], return_inverse=True)
-    inv = np.asarray(inv, dtype=np.int64).reshape(-1)
+    inv = dense_codes(cols[0])
     for col in cols[1:]:
-        _, c = np.unique(col, return_inverse=True)
-        c = np.asarray(c, dtype=np.int64).reshape(-1)
-        _, inv = np.unique(inv * (int(c.max()) + 1) + c, return_inverse=True)
-        inv = np.asarray(inv, dtype=np.int64).reshape(-1)
+        c = dense_codes(col)
+        inv = dense_codes(inv * (int(c.max()) + 1) + c)
     return inv[:n], inv[n:]
 
 

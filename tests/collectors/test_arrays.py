@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from collectors.arrays import sort_runs, sorted_unique
+from collectors.arrays import dense_codes, sort_runs, sorted_unique
 
 
 @given(hnp.arrays(st.sampled_from([np.int64, np.int32, np.uint8, np.bool_]), st.integers(0, 300)))
@@ -47,3 +47,18 @@ def test_sort_runs_of_concatenated_sorted_arrays_equals_np_sort(parts: list[np.n
     runs = [np.sort(p) for p in parts]
     values = np.concatenate(runs) if runs else np.zeros(0, np.int64)
     np.testing.assert_array_equal(sort_runs(values), np.sort(values))
+
+
+@given(
+    st.one_of(
+        hnp.arrays(np.int64, st.integers(1, 200), elements=st.integers(-5, 40)),  # table path
+        hnp.arrays(np.int64, st.integers(1, 50), elements=st.integers(-(2**62), 2**62)),
+        hnp.arrays(np.uint8, st.integers(1, 50)),
+        hnp.arrays(np.float64, st.integers(1, 30), elements=st.floats(allow_nan=True)),
+    )
+)
+def test_dense_codes_equal_np_unique_inverse(a: np.ndarray) -> None:
+    got = dense_codes(a)
+    want = np.asarray(np.unique(a, return_inverse=True)[1], np.int64).reshape(-1)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
