@@ -414,8 +414,10 @@ def str_array(col: pd.Series) -> np.ndarray | pd.api.extensions.ExtensionArray:
 
     labels = pa.array(col.cat.categories.to_numpy(dtype=object), type=pa.large_string())
     decoded = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), labels)
-    # pandas 3 takes the dtype (its na_value); pandas-stubs does not list the argument yet
-    return pd.arrays.ArrowStringArray(decoded.dictionary_decode(), dtype=dtype)  # type: ignore[call-arg]
+    # pandas 3 takes the dtype (its na_value), which pandas-stubs does not list yet
+    make: Any = pd.arrays.ArrowStringArray
+    out: pd.api.extensions.ExtensionArray = make(decoded.dictionary_decode(), dtype=dtype)
+    return out
 
 
 _STR_DTYPE: list[Any] = []
