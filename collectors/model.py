@@ -272,11 +272,15 @@ def _cat_col(values: Any, n: int) -> pd.Categorical:
 
 
 def _obj_col(values: Any, n: int) -> np.ndarray:
+    """An object column holding each value as it is (a list stays one list: no nested-sequence
+    discovery, which a slice assignment of a list does per element)."""
     if values is None:
         return np.full(n, None, dtype=object)
-    out = np.empty(n, dtype=object)
-    out[:] = list(values) if not isinstance(values, np.ndarray) else values
-    return out
+    if isinstance(values, np.ndarray):
+        out = np.empty(n, dtype=object)
+        out[:] = values
+        return out
+    return np.fromiter(values, dtype=object, count=n)
 
 
 def _build(
