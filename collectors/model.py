@@ -69,6 +69,7 @@ Tables
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -424,11 +425,7 @@ def str_array(col: pd.Series) -> np.ndarray | pd.api.extensions.ExtensionArray:
     return out
 
 
-_STR_DTYPE: list[Any] = []
-
-
+@functools.cache
 def _inferred_str_dtype() -> Any:
     """The dtype pandas infers for a column of Python strings (``object`` before pandas 3)."""
-    if not _STR_DTYPE:
-        _STR_DTYPE.append(pd.Series(np.array(["a", None], dtype=object)).dtype)
-    return _STR_DTYPE[0]
+    return pd.Series(np.array(["a", None], dtype=object)).dtype

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from analyzers.critical_path.analysis import CriticalPath
+    from analyzers.critical_path.rank_graph import RankGraph
     from analyzers.inputs import AnalysisInputs
     from analyzers.options import AnalysisOptions
     from collectors.model import Trace
@@ -158,13 +159,10 @@ def part_alone(
     :func:`critical_path` gives of that one table: the graph part is analysed as it is, not
     read back from its table, which :func:`~analyzers.critical_path.part_table.part_from_table`
     inverts exactly)."""
-    from analyzers.critical_path.analysis import critical_path_analysis
     from analyzers.critical_path.part_table import part_table
-    from analyzers.critical_path.rank_graph import rank_graph
 
-    part = rank_graph(trace)
-    result = critical_path_analysis([part])
-    return part_table(part), section_from(result) if result.paths else None
+    part, section = _graph_and_section(trace)
+    return part_table(part), section
 
 
 def section_alone(
@@ -172,11 +170,17 @@ def section_alone(
 ) -> dict[str, Any] | None:
     """The section of :func:`part_alone` without the rank's part table (nothing will combine
     or cache it)."""
+    return _graph_and_section(trace)[1]
+
+
+def _graph_and_section(trace: Trace) -> tuple[RankGraph, dict[str, Any] | None]:
+    """The rank's graph part and the section of a run of that rank alone."""
     from analyzers.critical_path.analysis import critical_path_analysis
     from analyzers.critical_path.rank_graph import rank_graph
 
-    result = critical_path_analysis([rank_graph(trace)])
-    return section_from(result) if result.paths else None
+    part = rank_graph(trace)
+    result = critical_path_analysis([part])
+    return part, section_from(result) if result.paths else None
 
 
 def part_combine(

@@ -46,7 +46,7 @@ from analyzers.critical_path.sources import (
     collectives_of,
     gpu_categories,
 )
-from collectors.arrays import sorted_unique
+from collectors.arrays import dense_codes, sorted_unique
 from collectors.linking import group_codes
 
 if TYPE_CHECKING:
@@ -293,8 +293,7 @@ def _next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> n
     queries = (ev.pid[calls], ev.tid[calls], np.asarray(streams, np.int64))
     code, q_code = group_codes(keys, queries)
     t_entry, t_query = ev.ts[entry], ev.ts[calls]
-    _, rank = np.unique(np.concatenate([t_entry, t_query]), return_inverse=True)
-    rank = np.asarray(rank, np.int64).reshape(-1)
+    rank = dense_codes(np.concatenate([t_entry, t_query]))  # times as ranks: one code space
     width = int(rank.max()) + 1
     order = np.lexsort((entry, t_entry, code))
     composite = code[order] * width + rank[: len(entry)][order]

@@ -96,35 +96,24 @@ def test_small_traces_and_the_serial_setting_stay_in_this_process(monkeypatch) -
 
 
 @pytest.mark.parametrize("procs", ["1", "2"])
+@pytest.mark.parametrize("parts", [True, False], ids=["parts kept", "parts not kept"])
 def test_a_sole_rank_carries_its_critical_path_section_equal_to_the_combined_one(
-    procs: str, monkeypatch
+    procs: str, parts: bool, monkeypatch
 ) -> None:
     from reports.summary.many_ranks import run_sections
 
     trace = training_run(n_small=40, small_host=20_000)[0]
     monkeypatch.setenv(forked.ENV, procs)
-    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS, alone=True)
+    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS, alone=True, parts=parts)
+    serial = rank_digest(trace, OPTS, INPUTS)
     assert entry == rank_entry(trace, OPTS, INPUTS)
-    _same_digest(dataclasses.replace(digest, alone={}), rank_digest(trace, OPTS, INPUTS))
+    if parts:
+        _same_digest(dataclasses.replace(digest, alone={}), serial)
+    else:
+        assert "critical_path" not in digest.parts  # no part table built or sent back
+        assert set(digest.parts) == set(serial.parts) - {"critical_path"}
     assert set(digest.alone) == {"critical_path"}
-    combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
-    assert digest.alone["critical_path"] == combined["critical_path"]
-    assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
-
-
-@pytest.mark.parametrize("procs", ["1", "2"])
-def test_a_sole_rank_without_kept_parts_computes_its_section_without_the_part(
-    procs: str, monkeypatch
-) -> None:
-    from reports.summary.many_ranks import run_sections
-
-    trace = training_run(n_small=40, small_host=20_000)[0]
-    monkeypatch.setenv(forked.ENV, procs)
-    entry, digest = forked.entry_and_digest(trace, OPTS, INPUTS, alone=True, parts=False)
-    assert entry == rank_entry(trace, OPTS, INPUTS)
-    assert "critical_path" not in digest.parts  # no part table built or sent back
-    assert set(digest.parts) == set(rank_digest(trace, OPTS, INPUTS).parts) - {"critical_path"}
-    combined = run_sections([rank_digest(trace, OPTS, INPUTS)], OPTS, INPUTS, lambda: [trace])
+    combined = run_sections([serial], OPTS, INPUTS, lambda: [trace])
     assert digest.alone["critical_path"] == combined["critical_path"]
     assert run_sections([digest], OPTS, INPUTS, lambda: [trace]) == combined
 
