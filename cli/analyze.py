@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import memory_settings
 from cli.captures import GRAPH_CAPTURE_HELP
 from cli.outputs import ForceOpt
 from collectors.errors import UsageError
@@ -250,6 +251,7 @@ def register(app: typer.Typer) -> None:
         docs/metrics.md; the breakdown and overlap reproduce Holistic Trace Analysis (HTA)
         with exact times.
         """
+        memory_settings.apply()
         run_analyze(
             paths,
             json_out,

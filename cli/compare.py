@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import memory_settings
 from cli.captures import GRAPH_CAPTURE_HELP
 from cli.inputs import looks_like_summary
 from cli.outputs import ForceOpt
@@ -189,6 +190,7 @@ def register(app: typer.Typer) -> None:
         is its contribution to the change in step time, and the contributions plus an explicit
         'other' remainder add up to that change exactly.  Definitions: docs/compare.md.
         """
+        memory_settings.apply()
         run_compare(
             base,
             current,

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from cli import memory_settings
 from cli.outputs import ForceOpt
 from collectors.errors import UsageError
 from reports.output import check_output, write_atomic
@@ -69,4 +70,5 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What to fix first: the critical path of each step across ranks, blame in ms, and
         what-if predictions (CUDA graphs, overlap, a rank on time, faster kernels)."""
+        memory_settings.apply()
         run_critical_path(paths, json_out, busbw, force)

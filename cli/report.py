@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import memory_settings
 from cli.captures import GRAPH_CAPTURE_HELP
 from cli.inputs import looks_like_summary
 from cli.outputs import ForceOpt
@@ -185,6 +186,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Write the self-contained HTML report of a run (definitions: docs/report.md)."""
+        memory_settings.apply()
         path = run_report(
             inputs, out, plotlyjs, gate, force, include_prelaunched, graph_capture or ()
         )
@@ -202,5 +204,6 @@ def register(app: typer.Typer) -> None:
         force: ForceOpt = False,
     ) -> None:
         """Export traces (all ranks, step markers, counters, NVML) as one Chrome trace."""
+        memory_settings.apply()
         path = run_export(inputs, perfetto, force)
         typer.echo(f"Wrote {path}  (open it at https://ui.perfetto.dev)")

@@ -114,6 +114,18 @@ def test_child_exit_status_is_gpuscopes_exit_status(tmp_path: Path) -> None:
     assert any("no trace captured" in n for n in meta["notes"])
 
 
+def test_the_wrapped_program_keeps_its_environment(tmp_path: Path) -> None:
+    """The analysis commands' memory settings (cli.memory_settings) never reach the program
+    that ``gpuscope run`` wraps."""
+    code = "import os, sys; sys.exit(5 if 'NUMPY_MADVISE_HUGEPAGE' in os.environ else 4)"
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    r = subprocess.run(
+        [*GPUSCOPE, "run", "-o", str(tmp_path / "run"), "--", sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert r.returncode == 4, r.stderr
+
+
 def test_child_killed_by_a_signal_exits_128_plus_n(tmp_path: Path) -> None:
     code = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
     r = gpuscope(["run", "-o", str(tmp_path / "run"), "--", sys.executable, "-c", code])
