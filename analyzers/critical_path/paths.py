@@ -104,12 +104,31 @@ def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """``(ptr, edges, first)``: node *v*'s in-edges are ``edges[ptr[v]:ptr[v + 1]]``, in edge
     order; ``first[v]`` is the first of them (-1 when none)."""
     order = np.argsort(dst, kind="stable")
-    ptr = np.searchsorted(dst[order], np.arange(n + 1))
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
     head = ptr[:-1]
     if not len(order):
         return ptr, order, np.full(n, -1, np.int64)
     first = np.where(head < ptr[1:], order[np.minimum(head, len(order) - 1)], -1)
     return ptr, order, first
+
+
+def first_latest_in_edges(
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray], value: np.ndarray
+) -> np.ndarray:
+    """Per node with in-edges, the first of them (edge order) whose *value* (one per edge) is
+    the largest of the node's: what ``np.lexsort((-value, dst))`` puts first in each node's
+    group.  *pred* is :func:`in_edges`."""
+    ptr, edges, _ = pred
+    if not len(edges):
+        return edges
+    counts = np.diff(ptr)
+    heads = ptr[:-1][counts > 0]
+    v = np.asarray(value)[edges]  # grouped by node, each group in edge order
+    top = np.repeat(np.maximum.reduceat(v, heads), counts[counts > 0])
+    at = np.flatnonzero(v == top)
+    group = np.searchsorted(heads, at, side="right")  # 1 + the group of each position
+    return edges[at[np.r_[True, group[1:] != group[:-1]]]]
 
 
 NO_ANCHOR = -(2**62)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.critical_path.paths import forward_order, in_edges
+from analyzers.critical_path.paths import first_latest_in_edges, forward_order, in_edges
 from analyzers.critical_path.rank_graph import (
     KINDS,
     SYNC_CALL_NAMES,
@@ -247,31 +247,34 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
                 tuple(transfers),
             )
         )
-    aligned = np.concatenate([*times, np.asarray(j_time, np.int64)]).astype(np.int64)
-    rank_arr = np.concatenate([*node_rank, np.full(len(j_time), -1, np.int64)]).astype(np.int64)
-    s_all = np.concatenate([*src, np.asarray(x_src, np.int64)]).astype(np.int64)
-    d_all = np.concatenate([*dst, np.asarray(x_dst, np.int64)]).astype(np.int64)
-    k_all = np.concatenate([*kind, np.asarray(x_kind, np.int64)]).astype(np.int64)
+    aligned = np.concatenate([*times, np.asarray(j_time, np.int64)]).astype(np.int64, copy=False)
+    rank_arr = np.concatenate([*node_rank, np.full(len(j_time), -1, np.int64)]).astype(
+        np.int64, copy=False
+    )
+    s_all = np.concatenate([*src, np.asarray(x_src, np.int64)]).astype(np.int64, copy=False)
+    d_all = np.concatenate([*dst, np.asarray(x_dst, np.int64)]).astype(np.int64, copy=False)
+    k_all = np.concatenate([*kind, np.asarray(x_kind, np.int64)]).astype(np.int64, copy=False)
 
     def obj(parts_: list[np.ndarray], extra: list[str]) -> np.ndarray:
-        return np.concatenate([*parts_, np.asarray(extra, dtype=object)]).astype(object)
+        return np.concatenate([*parts_, np.asarray(extra, dtype=object)]).astype(object, copy=False)
 
     cause = obj(labels["cause"], [c for c, _, _ in x_label])
     detail = obj(labels["detail"], [d for _, d, _ in x_label])
     name = obj(labels["name"], [n for _, _, n in x_label])
     category = obj(labels["category"], [""] * len(x_label))
-    launching = np.concatenate([*flags["launching"], np.zeros(len(x_src), bool)]).astype(bool)
-    unresolved = np.concatenate([*flags["unresolved"], np.zeros(len(x_src), bool)]).astype(bool)
+    launching = np.concatenate([*flags["launching"], np.zeros(len(x_src), bool)]).astype(
+        bool, copy=False
+    )
+    unresolved = np.concatenate([*flags["unresolved"], np.zeros(len(x_src), bool)]).astype(
+        bool, copy=False
+    )
     gap = aligned[d_all] - aligned[s_all]
-    binding = np.zeros(len(s_all), bool)
-    if len(s_all):
-        seq = np.lexsort((-aligned[s_all], d_all))
-        first = np.r_[True, d_all[seq][1:] != d_all[seq][:-1]]
-        binding[seq[first]] = True
-    delay = np.where(binding, gap, np.minimum(gap, 0))
     n = len(aligned)
-    topo = forward_order(n, s_all, d_all, aligned)
     pred = in_edges(n, d_all)
+    binding = np.zeros(len(s_all), bool)
+    binding[first_latest_in_edges(pred, aligned[s_all])] = True
+    delay = np.where(binding, gap, np.minimum(gap, 0))
+    topo = forward_order(n, s_all, d_all, aligned)
     steps = [
         StepRef(
             p.rank,

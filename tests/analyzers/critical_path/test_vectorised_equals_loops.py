@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from analyzers.critical_path import rank_graph as rg
 from analyzers.critical_path.blame import Segment, step_paths
-from analyzers.critical_path.paths import forward_order, in_edges, replay, settled
+from analyzers.critical_path.paths import (
+    first_latest_in_edges,
+    forward_order,
+    in_edges,
+    replay,
+    settled,
+)
 from analyzers.critical_path.simulate import Change, anchors, delays, run
 from analyzers.critical_path.sources import COMMUNICATION, MEMORY
 from analyzers.critical_path.step_graph import KINDS, build_step_graph
@@ -242,6 +248,29 @@ def test_replay_and_forward_order_on_random_dags(dag) -> None:
     # the replay's own times solve its equation: settled gives the same without a pass
     got = settled(t, src, dst, delay, anchor)
     assert got is not None and got[0].tolist() == want_t and got[1].tolist() == want_why
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(dags)
+def test_in_edges_and_binding_edges_equal_the_sorts_they_replace(dag) -> None:
+    """``in_edges`` is the stable sort by end node and each node's first edge in it; the
+    binding edges are the first of each node's group in ``np.lexsort((-time[src], dst))``."""
+    n, pairs, gaps, _ = dag
+    src = np.array([u for u, _ in pairs], np.int64)
+    dst = np.array([v for _, v in pairs], np.int64)
+    time = np.asarray(gaps, np.int64)  # ties between sources: the first edge wins
+    ptr, edges, first = in_edges(n, dst)
+    order = np.argsort(dst, kind="stable")
+    assert edges.tolist() == order.tolist()
+    assert ptr.tolist() == np.searchsorted(dst[order], np.arange(n + 1)).tolist()
+    want_first = [next((e for e in range(len(dst)) if dst[e] == v), -1) for v in range(n)]
+    assert first.tolist() == want_first
+    want = []
+    if len(src):
+        seq = np.lexsort((-time[src], dst))
+        want = sorted(seq[np.r_[True, dst[seq][1:] != dst[seq][:-1]]].tolist())
+    got = first_latest_in_edges((ptr, edges, first), time[src])
+    assert sorted(got.tolist()) == want
 
 
 def test_forward_order_raises_on_a_cycle_of_equal_times() -> None:
