@@ -8,7 +8,9 @@ keys ending ``_ns_per_step``; ``what_to_fix_first`` is ordered by ``recovered_ns
 The many-rank engine computes it from one table per rank (:func:`rank_part`: the rank's graph
 part, :func:`analyzers.critical_path.part_table.part_table`); :func:`critical_path` takes those
 tables or Traces alike, and turns Traces into tables first, so the in-process and the parallel
-path run the same code on the same data.
+path run the same code on the same data.  Where a rank's graph part is at hand (the run's last
+rank computing the section beside its part, :func:`part_early`; a sole rank,
+:func:`part_alone`), the graph is analysed as it is: reading its table back gives it exactly.
 """
 
 from __future__ import annotations
@@ -118,27 +120,38 @@ def rank_part(trace: Trace) -> pd.DataFrame:
 
 
 def critical_path_of(
-    parts: Sequence[Trace | pd.DataFrame], busbw_gbps: float | None = None
+    parts: Sequence[Trace | pd.DataFrame | RankGraph], busbw_gbps: float | None = None
 ) -> dict[str, Any] | None:
-    """The section of the ranks' Traces or :func:`rank_part` tables (one per rank, in rank
-    order); *busbw_gbps* adds a what-if at that bus bandwidth.  None without traces or when
-    no rank has a ``ProfilerStep``."""
+    """The section of the ranks' Traces, :func:`rank_part` tables or graph parts (one per
+    rank, in rank order; a table is read back by
+    :func:`~analyzers.critical_path.part_table.part_from_table`, which inverts
+    :func:`~analyzers.critical_path.part_table.part_table` exactly); *busbw_gbps* adds a
+    what-if at that bus bandwidth.  None without traces or when no rank has a
+    ``ProfilerStep``."""
     import pandas as pd
 
     from analyzers.critical_path.analysis import critical_path_analysis
     from analyzers.critical_path.part_table import part_from_table
+    from analyzers.critical_path.rank_graph import RankGraph
 
     if not parts:
         return None
-    tables = [p if isinstance(p, pd.DataFrame) else rank_part(p) for p in parts]
-    result = critical_path_analysis([part_from_table(t) for t in tables], busbw_gbps=busbw_gbps)
+    graphs = [
+        p
+        if isinstance(p, RankGraph)
+        else part_from_table(p if isinstance(p, pd.DataFrame) else rank_part(p))
+        for p in parts
+    ]
+    result = critical_path_analysis(graphs, busbw_gbps=busbw_gbps)
     if not result.paths:
         return None
     return section_from(result)
 
 
 def critical_path(
-    traces: Sequence[Trace | pd.DataFrame], options: AnalysisOptions, inputs: AnalysisInputs
+    traces: Sequence[Trace | pd.DataFrame | RankGraph],
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
 ) -> dict[str, Any] | None:
     """The ``critical_path`` run section (:func:`critical_path_of`; every event of each trace,
     whatever the analysis window)."""
@@ -171,6 +184,24 @@ def section_alone(
     """The section of :func:`part_alone` without the rank's part table (nothing will combine
     or cache it)."""
     return _graph_and_section(trace)[1]
+
+
+def part_early(
+    fn: Any,
+    trace: Trace,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    parts: Sequence[pd.DataFrame | None],
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The rank's :func:`rank_part` and the section *fn* over the run's part tables *parts*
+    (summary order; ``None`` where this rank's goes, analysed as its graph part, not read back
+    from its table): what :func:`part_combine` gives once every rank is done."""
+    from analyzers.critical_path.part_table import part_table
+    from analyzers.critical_path.rank_graph import rank_graph
+
+    graph = rank_graph(trace)
+    value = fn([graph if p is None else p for p in parts], options, inputs)
+    return part_table(graph), value
 
 
 def _graph_and_section(trace: Trace) -> tuple[RankGraph, dict[str, Any] | None]:

@@ -151,7 +151,9 @@ def analyze_paths(
         ):
             mode, n = "in-process", 1
             for i, u in enumerate(units):
-                done(run_unit(u, i, *args, measure=False, sole=len(units) == 1))
+                last = i == len(units) - 1  # its last rank combines what can be combined early
+                earlier = [d for r in results if r is not None for d in r.digests] if last else None
+                done(run_unit(u, i, *args, measure=False, sole=len(units) == 1, earlier=earlier))
         else:
             mode = "processes"
             run_local(units, args, n, done)

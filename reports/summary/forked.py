@@ -17,6 +17,10 @@ The result is exactly the serial one (:func:`~reports.summary.assemble.rank_entr
 * a job that raises in the helper, or a helper that fails (fork refused, killed, a result that
   does not pickle), is simply run here, so errors are raised exactly as the serial code does.
 
+For the run's last rank, the critical-path job also combines the section over every rank
+(:attr:`~reports.summary.many_ranks.RunReducer.early`): being the list's last job, the helper
+claims it first, so the combine overlaps this process's other sections.
+
 ``GPUSCOPE_SECTION_PROCS=1`` keeps every job in this process; ``2`` forks whatever the size of
 the trace (tests).  The many-rank workers (:mod:`reports.summary.executors`) never fork: they
 already fill the CPUs.
@@ -27,14 +31,14 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.forking import fork_helper
 from collectors.model import Trace
-from reports.summary.many_ranks import RUN_REDUCERS, RankDigest
+from reports.summary.many_ranks import RUN_REDUCERS, RankDigest, early_job
 from reports.summary.registry import ALWAYS_WRITTEN, RANK_SECTIONS, RUN_SECTIONS
 
 MIN_EVENTS = 50_000
@@ -49,19 +53,26 @@ ENV = "GPUSCOPE_SECTION_PROCS"
 Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
 
 
-def jobs(alone: bool = False, parts: bool = True) -> list[tuple[str, str, Job]]:
+def jobs(
+    alone: bool = False, parts: bool = True, earlier: Sequence[RankDigest] = ()
+) -> list[tuple[str, str, Job]]:
     """``(where, key, fn)`` in the order the serial code runs them: ``entry`` for a rank
     section, ``digest`` for a run section's extract — ``alone`` (when *alone*, for a reducer
     with :attr:`~reports.summary.many_ranks.RunReducer.alone`) for the extract and the
-    section of the rank alone, as a pair, or ``value`` for that section only when the rank's
+    section of the rank alone, as a pair, ``value`` for that section only when the rank's
     *parts* are not kept (nothing will combine or cache them) and the reducer has
-    :attr:`~reports.summary.many_ranks.RunReducer.value_alone`."""
+    :attr:`~reports.summary.many_ranks.RunReducer.value_alone`, or ``early`` (the rank is
+    the run's last, analysed after the *earlier* digests, and the reducer has
+    :attr:`~reports.summary.many_ranks.RunReducer.early`) for the extract and the section
+    combined with theirs (:func:`~reports.summary.many_ranks.early_job`)."""
     out: list[tuple[str, str, Job]] = [("entry", k, fn) for k, fn in RANK_SECTIONS]
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is None:
             continue
-        if alone and not parts and red.value_alone is not None:
+        if earlier and red.early is not None and all(key in d.parts for d in earlier):
+            out.append(("early", key, early_job(red, fn, key, earlier)))
+        elif alone and not parts and red.value_alone is not None:
             out.append(("value", key, _step(red.value_alone, fn)))
         elif alone and red.alone is not None:
             out.append(("alone", key, _step(red.alone, fn)))
@@ -97,13 +108,16 @@ def entry_and_digest(
     inputs: AnalysisInputs,
     alone: bool = False,
     parts: bool = True,
+    earlier: Sequence[RankDigest] = (),
 ) -> tuple[dict[str, Any], RankDigest]:
     """The rank's summary entry and digest, on two CPUs when :func:`wanted` (module docstring);
     *alone*: the rank is the run's only one (its digest then carries the run sections that
     have a :attr:`~reports.summary.many_ranks.RunReducer.alone`); *parts*: False when the
     digest's parts will be neither combined nor cached (with *alone*: a section that can be
-    computed without its part then has none, :func:`jobs`)."""
-    todo = jobs(alone, parts)
+    computed without its part then has none, :func:`jobs`); *earlier*: the digests of the
+    run's other ranks, when this is its last (the digest then carries the run sections that
+    have a :attr:`~reports.summary.many_ranks.RunReducer.early`, combined over them all)."""
+    todo = jobs(alone, parts, earlier)
     results = _run_split(todo, trace, options, inputs) if wanted(trace) else {}
     values = [
         results[i] if i in results else fn(trace, options, inputs)
@@ -118,6 +132,8 @@ def entry_and_digest(
             digest.parts[key], digest.alone[key] = value
         elif where == "value":
             digest.alone[key] = value
+        elif where == "early":
+            digest.parts[key], digest.early[key] = value
         elif value is not None or key in ALWAYS_WRITTEN:
             entry[key] = value
     return entry, digest

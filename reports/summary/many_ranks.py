@@ -44,6 +44,17 @@ class RankDigest:
     """Per run-section key with a :attr:`RunReducer.alone`, the section of a run of this rank
     alone, computed beside the part when the caller knew the rank is the only one (not cached:
     a cached part is combined as usual)."""
+    early: dict[str, tuple[tuple[tuple[int, str | None], ...], Any]] = field(default_factory=dict)
+    """Per run-section key with a :attr:`RunReducer.early`, ``(ranks, value)``: the section
+    combined, beside this rank's part, with the parts of the digests analysed before it, for
+    the ranks :func:`ranks_of` names (the run's last rank: :func:`early_job`; not cached).
+    :func:`run_sections` takes it when the run's digests are exactly those ranks."""
+
+
+def ranks_of(digests: Sequence[RankDigest]) -> tuple[tuple[int, str | None], ...]:
+    """``(rank, source path)`` of each digest, in order: what an early value was computed
+    for."""
+    return tuple((d.rank, d.meta.source_path) for d in digests)
 
 
 def _bare_trace(digest: RankDigest) -> Trace:
@@ -145,6 +156,15 @@ class RunReducer:
     """``value_alone(fn, trace, options, inputs)`` → the value of ``alone`` without the part,
     for a sole rank whose part nothing will combine or cache (no results cache): what building
     and returning the part would cost is saved (tested equal)."""
+    early: (
+        Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs, Sequence[Any]], Any] | None
+    ) = None
+    """``early(fn, trace, options, inputs, parts)`` → ``(part, value)``: the rank's part and
+    the section combined over *parts* (the run's parts in summary order, ``None`` where this
+    rank's goes), for the run's last rank, whose job then holds the combine (on the helper's
+    CPU while this process computes the other sections: :mod:`reports.summary.forked`,
+    :func:`early_job`) instead of leaving it to the end; the value equals ``combine`` over the
+    same digests (tested)."""
 
 
 RUN_REDUCERS: dict[str, RunReducer] = {
@@ -155,10 +175,30 @@ RUN_REDUCERS: dict[str, RunReducer] = {
         critical_path_section.part_combine,
         critical_path_section.part_alone,
         critical_path_section.section_alone,
+        critical_path_section.part_early,
     ),
 }
 """Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
 by the engine: correct, but neither small nor parallel)."""
+
+
+def early_job(
+    red: RunReducer, fn: RunSectionFn, key: str, earlier: Sequence[RankDigest]
+) -> Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]:
+    """The job of *red*'s :attr:`RunReducer.early` for the rank analysed after the *earlier*
+    digests: ``(part, (ranks, value))``, the ranks in summary order (by rank, stable: the
+    engine's order, :func:`reports.summary.engine.analyze_paths`)."""
+    assert red.early is not None
+    early = red.early
+
+    def job(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
+        me = RankDigest(trace.rank, trace.meta)
+        order = sorted([*earlier, me], key=lambda d: d.rank)
+        parts = [None if d is me else d.parts[key] for d in order]
+        part, value = early(fn, trace, options, inputs, parts)
+        return part, (ranks_of(order), value)
+
+    return job
 
 
 def rank_digest(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> RankDigest:
@@ -179,14 +219,20 @@ def run_sections(
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Every run section's value (``None`` values left out), in registry order, from the
-    digests; a section without a reducer from ``whole()`` (the whole Traces, in digest order,
-    asked for once), with a line in *notes*."""
+    digests (a sole digest's :attr:`~RankDigest.alone` value, or an :attr:`~RankDigest.early`
+    value computed for exactly these ranks, as it is); a section without a reducer from
+    ``whole()`` (the whole Traces, in digest order, asked for once), with a line in
+    *notes*."""
     out: dict[str, Any] = {}
     traces: Sequence[Trace] | None = None
+    ranks = ranks_of(digests)
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
+        early = [v for r, v in (d.early[key] for d in digests if key in d.early) if r == ranks]
         if len(digests) == 1 and key in digests[0].alone:
             value = digests[0].alone[key]
+        elif early:
+            value = early[0]
         elif red is not None and all(key in d.parts for d in digests):
             value = red.combine(fn, digests, key, options, inputs)
         else:

@@ -154,11 +154,15 @@ def run_unit(
     cache_root: str | None,
     measure: bool = True,
     sole: bool = False,
+    earlier: Sequence[RankDigest] | None = None,
 ) -> UnitResult:
     """The task: the per-rank entries and digests of *unit*, from the results cache or by
     loading it (through the trace cache) and running every rank section (on two CPUs when that
     pays: :mod:`reports.summary.forked`).  *sole*: the unit is the run's only one, so a unit of
     one rank also computes the run sections that can be computed from that rank alone.
+    *earlier*: the unit is the run's last, analysed after these digests (in this process), so
+    its last rank also computes the run sections that can be combined early
+    (:attr:`~reports.summary.many_ranks.RankDigest.early`).
 
     Never raises (except ``KeyboardInterrupt``): errors come back in :attr:`UnitResult.error`.
     """
@@ -192,8 +196,10 @@ def run_unit(
             traces, out.cache_status = read_unit(unit, cache, tkey)
             alone = sole and len(traces) == 1  # the run's only rank
             keep = cache is not None and rkey is not None  # the parts go to the results cache
-            for trace in traces:
-                entry, digest = entry_and_digest(trace, options, inputs, alone, parts=keep)
+            for n, trace in enumerate(traces, 1):
+                last = earlier is not None and n == len(traces)
+                before = [*earlier, *out.digests] if earlier is not None and last else []
+                entry, digest = entry_and_digest(trace, options, inputs, alone, keep, before)
                 out.entries.append(entry)
                 out.digests.append(digest)
             del traces

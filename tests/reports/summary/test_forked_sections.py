@@ -66,7 +66,7 @@ def test_a_section_failing_in_the_helper_is_run_here(monkeypatch, tmp_path) -> N
         return {"ok": len(t.host)}
 
     todo = [("entry", "slow", slow), ("entry", "zz", only_here)]
-    monkeypatch.setattr(forked, "jobs", lambda alone=False, parts=True: todo)
+    monkeypatch.setattr(forked, "jobs", lambda *args: todo)
     monkeypatch.setenv(forked.ENV, "2")
     entry, _ = forked.entry_and_digest(trace, OPTS, INPUTS)
     assert (tmp_path / "helper-tried").exists()
@@ -131,3 +131,40 @@ def test_no_helper_without_the_memory_it_may_need(monkeypatch) -> None:
     assert forked.wanted(trace)
     monkeypatch.setattr(planning, "available_memory_bytes", lambda: 0)
     assert not forked.wanted(trace)
+
+
+@pytest.mark.parametrize("procs", ["1", "2"])
+@pytest.mark.parametrize("last", [0, 1], ids=["rank 0 last", "rank 1 last"])
+def test_the_last_rank_carries_the_critical_path_combined_with_the_earlier_ranks(
+    procs: str, last: int, monkeypatch
+) -> None:
+    from reports.summary.many_ranks import ranks_of, run_sections
+
+    traces = training_run(late_rank=1, delay=150_000)
+    first = rank_digest(traces[1 - last], OPTS, INPUTS)
+    monkeypatch.setenv(forked.ENV, procs)
+    entry, digest = forked.entry_and_digest(traces[last], OPTS, INPUTS, earlier=[first])
+    serial = rank_digest(traces[last], OPTS, INPUTS)
+    assert entry == rank_entry(traces[last], OPTS, INPUTS)
+    _same_digest(dataclasses.replace(digest, early={}), serial)
+    in_order = sorted([first, serial], key=lambda d: d.rank)
+    combined = run_sections(in_order, OPTS, INPUTS, lambda: traces)
+    ranks, value = digest.early["critical_path"]
+    assert ranks == ranks_of(in_order) == ((0, None), (1, None))
+    assert value == combined["critical_path"] and value["ranks"] == [0, 1]
+    mine = sorted([first, digest], key=lambda d: d.rank)
+    assert run_sections(mine, OPTS, INPUTS, lambda: traces) == combined
+
+
+def test_an_early_value_is_taken_only_for_the_ranks_it_was_computed_for() -> None:
+    from reports.summary.many_ranks import ranks_of, run_sections
+
+    traces = training_run(late_rank=1, delay=150_000)
+    d0, d1 = (rank_digest(t, OPTS, INPUTS) for t in traces)
+    combined = run_sections([d0, d1], OPTS, INPUTS, lambda: traces)["critical_path"]
+    d1.early["critical_path"] = (ranks_of([d0, d1]), {"taken": True})
+    assert run_sections([d0, d1], OPTS, INPUTS, lambda: traces)["critical_path"] == {"taken": True}
+    other = dataclasses.replace(d0, meta=dataclasses.replace(d0.meta, source_path="other.json"))
+    assert run_sections([other, d1], OPTS, INPUTS, lambda: traces)["critical_path"] == combined
+    alone = run_sections([d1], OPTS, INPUTS, lambda: traces[1:])["critical_path"]
+    assert alone != {"taken": True} and alone["ranks"] == [1]

@@ -22,7 +22,7 @@ from reports.summary.many_ranks import RUN_REDUCERS
 from reports.summary.planning import Unit, pool_size
 from reports.summary.registry import RUN_SECTIONS
 from tests.support import kineto_json as kj
-from tests.support.env import shared_path
+from tests.support.env import SAMPLES, shared_path
 from tests.support.synthetic import write_samples
 
 RANKS = 8
@@ -235,3 +235,25 @@ def test_side_inputs_that_cannot_go_to_workers_are_used_in_this_process(tmp_path
     assert res.scheduler == "in-process"
     assert any("side inputs" in n for n in res.notes)
     assert res.summary == build_summary(load_traces([tmp_path]), None, inputs)
+
+
+@pytest.mark.parametrize("procs", ["1", "2"])
+def test_in_this_process_the_last_rank_combines_the_critical_path(
+    procs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from reports.summary import forked
+
+    monkeypatch.setenv(forked.ENV, procs)
+    paths = [SAMPLES / "synthetic_8rank"]
+    want = build_summary(load_traces(paths))
+    assert want["critical_path"]["ranks"] == list(range(8))
+
+    def no_combine(*args: Any) -> Any:
+        raise AssertionError("combined at the end, not by the last rank")
+
+    red = RUN_REDUCERS["critical_path"]
+    monkeypatch.setitem(RUN_REDUCERS, "critical_path", dataclasses.replace(red, combine=no_combine))
+    res = analyze_paths(paths, scheduler="sync", use_cache=False)
+    assert res.summary == want
