@@ -39,14 +39,12 @@ def serving_rows(
 ) -> pd.DataFrame:
     """Per row of *acts* (window GPU work events of *trace*, its ``gpu`` index), in order:
     :data:`ROW_COLUMNS` (:func:`analyzers.serving.ops.kernel_ops` ``via``/``op``/...)."""
-    from analyzers.serving.categories import categorize
     from analyzers.serving.graphs import attribute_graphs
-    from analyzers.serving.ops import kernel_ops
+    from analyzers.serving.ops import categorized_kernel_ops
     from analyzers.serving.phases import step_ranges
 
     graphs = attribute_graphs(trace, captures, step_ranges(trace)) if captures else None
-    kops = kernel_ops(trace, graphs)
-    kops["category"] = categorize(kops)
+    kops = categorized_kernel_ops(trace, graphs)
     pos = pd.Series(np.arange(len(kops)), index=kops["gpu_row"].to_numpy())
     at = pos.reindex(acts.index.to_numpy()).to_numpy()
     if np.isnan(at).any():  # not GPU work rows of this trace: cannot happen for window acts

@@ -37,13 +37,12 @@ def gpu_categories(trace: Trace) -> np.ndarray:
     """The op category of every ``gpu`` row (object array, ``gpu`` order): for GPU work rows
     :func:`analyzers.serving.categories.categorize` of :func:`analyzers.serving.ops.kernel_ops`
     (the launching op's name first, then the kernel name); ``other`` for sync rows."""
-    from analyzers.serving.categories import categorize
-    from analyzers.serving.ops import kernel_ops
+    from analyzers.serving.ops import categorized_kernel_ops
 
     out = np.full(len(trace.gpu), OTHER, dtype=object)
-    kops = kernel_ops(trace)
+    kops = categorized_kernel_ops(trace)
     if len(kops):
-        out[kops["gpu_row"].to_numpy(dtype=np.int64)] = categorize(kops)
+        out[kops["gpu_row"].to_numpy(dtype=np.int64)] = kops["category"].to_numpy(dtype=object)
     return out
 
 

@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
-from analyzers.serving.categories import categorize
 from analyzers.serving.flops import category_roofs, mfu_table, row_flops
 from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
 from analyzers.serving.moe import moe_view
-from analyzers.serving.ops import kernel_ops, range_owner
+from analyzers.serving.ops import categorized_kernel_ops, range_owner
 from analyzers.serving.phases import (
     PHASE_RULES,
     PhaseRule,
@@ -91,8 +90,7 @@ def serving_analysis(
     n_nodes = len(capture_nodes(trace, regions)) if regions is not None else 0
     ranges = step_ranges(trace, rules)
     graphs = attribute_graphs(trace, captures, ranges)
-    kops = kernel_ops(trace, graphs)
-    kops["category"] = categorize(kops)
+    kops = categorized_kernel_ops(trace, graphs)
     kops = row_flops(trace, kops, graphs.captures)
     steps, owner = serving_steps(trace, kops, rules, ranges)
     pstep = profiler_steps(trace, kops)

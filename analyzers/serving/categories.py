@@ -155,7 +155,7 @@ def kernel_category(
         out[(k == "memcpy") | (k == "memset")] = MEMORY
     if ops is not None:
         by_op = _first_match(list(ops), OP_RULES)
-        todo = np.array([c is None for c in out])
+        todo = np.array([c is None for c in out], dtype=bool)
         out[todo] = by_op[todo]
     todo = np.array([c is None for c in out], dtype=bool)
     if todo.any():

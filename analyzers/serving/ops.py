@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analyzers.memo import memoised
 from collectors.linking import innermost_range, launch_mask
 from collectors.model import GPU_WORK_KINDS
 
@@ -138,7 +139,63 @@ def frame(cols: dict[str, object], columns: tuple[str, ...]) -> pd.DataFrame:
 
 def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataFrame:
     """One row per GPU work row of *trace* (:data:`GPU_WORK_KINDS`), columns
-    :data:`KERNEL_OP_COLUMNS`, in ``gpu`` order (module docstring for ``via``)."""
+    :data:`KERNEL_OP_COLUMNS`, in ``gpu`` order (module docstring for ``via``).
+
+    The rows without graph attribution are computed once per Trace (the critical path, the
+    serving analysis and compare all ask; :mod:`analyzers.memo`); each call returns its own
+    shallow copy, so a caller adding a column changes only its copy."""
+    plain = _plain_kernel_ops(trace)
+    if graphs is None or not len(graphs.kernels):
+        return plain.copy(deep=False)
+    k = graphs.kernels
+    k = k[k["op_row"].to_numpy() >= 0]
+    work = plain["gpu_row"].to_numpy()
+    pos = pd.Series(np.arange(len(work)), index=work).reindex(k["gpu_row"].to_numpy())
+    ok = ~np.isnan(pos.to_numpy())
+    at = pos.to_numpy()[ok].astype(np.int64)
+    cols: dict[str, object] = {c: plain[c].to_numpy() for c in KERNEL_OP_COLUMNS}
+    patch = {
+        "op_row": k["op_row"].to_numpy(),
+        "op": _obj(k["op"].to_numpy()),
+        "input_dims": _obj(k["input_dims"].to_numpy()),
+        "capture": k["capture"].to_numpy(),
+    }
+    for c, v in patch.items():
+        col = np.array(cols[c], copy=True)
+        col[at] = v[ok]
+        cols[c] = col
+    via = np.array(cols["via"], dtype=object, copy=True)
+    via[at] = "capture"
+    cols["via"] = via
+    return frame(cols, KERNEL_OP_COLUMNS)
+
+
+def categorized_kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataFrame:
+    """:func:`kernel_ops` with a ``category`` column
+    (:func:`analyzers.serving.categories.categorize`); without graph attribution both are
+    computed once per Trace and each call returns its own shallow copy."""
+    if graphs is None or not len(graphs.kernels):
+        return _plain_categorized(trace).copy(deep=False)
+    from analyzers.serving.categories import categorize
+
+    kops = kernel_ops(trace, graphs)
+    kops["category"] = categorize(kops)
+    return kops
+
+
+@memoised
+def _plain_categorized(trace: Trace) -> pd.DataFrame:
+    from analyzers.serving.categories import categorize
+
+    kops = kernel_ops(trace)
+    kops["category"] = categorize(kops)
+    return kops
+
+
+@memoised
+def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
+    """:func:`kernel_ops` without graph attribution (computed once per Trace; never changed:
+    :func:`kernel_ops` hands out copies)."""
     g = trace.gpu
     work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
     h = trace.host
@@ -157,18 +214,6 @@ def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataF
     dims[op_row >= 0] = h["input_dims"].to_numpy()[op_row[op_row >= 0]]
     via = np.where(has_launch, np.where(op_row >= 0, "op", "no-op"), "no-launch").astype(object)
     via[is_graph] = "graph"
-    capture = np.full(len(work), -1, dtype=np.int64)
-    if graphs is not None and len(graphs.kernels):
-        k = graphs.kernels
-        k = k[k["op_row"].to_numpy() >= 0]
-        pos = pd.Series(np.arange(len(work)), index=work).reindex(k["gpu_row"].to_numpy())
-        ok = ~np.isnan(pos.to_numpy())
-        at = pos.to_numpy()[ok].astype(np.int64)
-        op_row[at] = k["op_row"].to_numpy()[ok]
-        op[at] = _obj(k["op"].to_numpy())[ok]
-        dims[at] = _obj(k["input_dims"].to_numpy())[ok]
-        capture[at] = k["capture"].to_numpy()[ok]
-        via[at] = "capture"
     start, end = g["start_ns"].to_numpy()[work], g["end_ns"].to_numpy()[work]
     launch_ns = np.full(len(work), -1, dtype=np.int64)
     launch_ns[has_launch] = h["start_ns"].to_numpy()[launch[has_launch]]
@@ -185,7 +230,7 @@ def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataF
             "launch_ns": launch_ns,
             "graph_launch": is_graph,
             "via": via,
-            "capture": capture,
+            "capture": np.full(len(work), -1, dtype=np.int64),
             "op_row": op_row,
             "op": op,
             "input_dims": dims,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import msgspec
+import pandas as pd
 import pytest
 
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
@@ -306,3 +307,31 @@ def test_the_launch_kernel_column_of_the_model_gives_the_capture_kernel_names():
     blank = dataclasses.replace(cap, host=cap.host.assign(launch_kernel=None))
     assert launch_kernel_names_of_model(blank) is None
     assert set(attribute_graphs(ex, [blank]).launches["match"]) == {"count-mismatch"}
+
+
+def test_kernel_ops_are_computed_once_per_trace_and_each_caller_gets_its_own_copy():
+    from analyzers.serving.categories import categorize
+    from analyzers.serving.ops import _plain_kernel_ops, categorized_kernel_ops
+
+    cap, _ = _capture()
+    ex = _execution(G1)
+    res = attribute_graphs(ex, [cap])
+    plain = kernel_ops(ex)
+    assert _plain_kernel_ops.cached(ex)
+    before = plain.copy()
+    attributed = categorized_kernel_ops(ex, res)  # patches its own columns only
+    assert attributed["via"].tolist().count("capture") == 7
+    assert attributed["category"].tolist() == categorize(kernel_ops(ex, res)).tolist()
+    plain["via"] = "changed by a caller"
+    again = kernel_ops(ex)
+    pd.testing.assert_frame_equal(again, before)
+    assert not again["via"].eq("capture").any()
+    mine = categorized_kernel_ops(ex)
+    mine["category"] = "changed"
+    assert categorized_kernel_ops(ex)["category"].tolist() == categorize(before).tolist()
+
+
+def test_no_gpu_work_has_no_categories():
+    from analyzers.serving.categories import kernel_category
+
+    assert kernel_category([], [], []).tolist() == []
