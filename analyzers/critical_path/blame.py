@@ -175,8 +175,13 @@ def step_paths(
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
-    # the walk reads single elements: Python lists, not numpy scalars (same values)
-    t_l, why_l, src_l = times.tolist(), why.tolist(), g.src.tolist()
+    # the walk reads single elements: Python lists, not numpy scalars (same values); it
+    # follows each node's binding predecessor and collects the nodes it leaves, whose binding
+    # edges are the walked edges
+    up = np.full(len(why), -1, np.int64)
+    bound = why >= 0
+    up[bound] = g.src[why[bound]]
+    t_l, up_l = times.tolist(), up.tolist()
     for num in sorted(per_step):
         rows = per_step[num]
         durs = {r: int(t_l[c] - t_l[s]) for r, s, c in rows}
@@ -184,28 +189,26 @@ def step_paths(
         path = StepPath(num, rank, durs[rank], durs)
         lo = int(t_l[s_node])
         v = c_node
-        walked: list[int] = []
+        left: list[int] = []
         untracked = -1
         while v != s_node:
-            e = why_l[v]
-            if e < 0:  # a node the graph does not explain (no predecessor): untracked time
+            u = up_l[v]
+            if u < 0:  # a node the graph does not explain (no predecessor): untracked time
                 untracked = v
                 break
-            walked.append(e)
-            u = src_l[e]
+            left.append(v)
             if t_l[u] <= lo:
                 break
             v = u
-        path.table, path.unresolved_waits, on_path = _segments(
-            g, times, walked[::-1], lo, untracked
-        )
+        walked = why[np.asarray(left[::-1], np.int64)]
+        path.table, path.unresolved_waits, on_path = _segments(g, times, walked, lo, untracked)
         path.table = _late_rank(g, path.table, on_path)
         out.append(path)
     return out
 
 
 def _segments(
-    g: StepGraph, times: np.ndarray, walked: list[int], lo: int, untracked: int
+    g: StepGraph, times: np.ndarray, walked: np.ndarray, lo: int, untracked: int
 ) -> tuple[Segments, int, set[int]]:
     """The segments of the *walked* edges (path order), the unresolved waits among them and
     the sources of their ``transfer`` edges (the joins on the path)."""

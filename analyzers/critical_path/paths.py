@@ -126,9 +126,8 @@ def first_latest_in_edges(
     heads = ptr[:-1][counts > 0]
     v = np.asarray(value)[edges]  # grouped by node, each group in edge order
     top = np.repeat(np.maximum.reduceat(v, heads), counts[counts > 0])
-    at = np.flatnonzero(v == top)
-    group = np.searchsorted(heads, at, side="right")  # 1 + the group of each position
-    return edges[at[np.r_[True, group[1:] != group[:-1]]]]
+    at = np.where(v == top, np.arange(len(v)), len(v))  # positions reaching the top
+    return edges[np.minimum.reduceat(at, heads)]
 
 
 NO_ANCHOR = -(2**62)
