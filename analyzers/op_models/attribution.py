@@ -124,9 +124,13 @@ def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
         host[c].take(rows).to_numpy() if c in host else np.full(len(rows), None, object)
         for c in ARG_COLUMNS
     ]
+    # per row, the key as the loop over rows would index it (object columns' own values,
+    # numpy scalars of any other), built by zip instead of per-row indexing
+    op_names = [names[c] for c in codes[rows].tolist()]
+    args = [v.tolist() if v.dtype == object else list(v) for v in cols]
     costs: dict[int, OpCost] = {}
-    for j, i in enumerate(rows.tolist()):
-        c = _model((names[codes[i]], *(v[j] for v in cols)))
+    for i, key in zip(rows.tolist(), zip(op_names, *args, strict=True), strict=True):
+        c = _model(key)
         if c is not None:
             costs[i] = c
     return costs

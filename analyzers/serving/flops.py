@@ -172,7 +172,7 @@ def mfu_table(
     keep = np.array([k is not None for k in keys], dtype=bool)
     if not keep.any():
         return pd.DataFrame(columns=list(MFU_COLUMNS))
-    df = rows[keep].assign(_g=keys[keep])
+    df = rows[list(_MFU_INPUTS)][keep].assign(_g=keys[keep])  # not every column of *rows*
     out = []
     for g, part in df.groupby("_g", sort=True):
         b = busy.get(g) if busy is not None else None
@@ -182,6 +182,12 @@ def mfu_table(
             )
         out.append(_mfu_row(g, part, int(b), peaks))
     return pd.DataFrame(out, columns=list(MFU_COLUMNS))
+
+
+_MFU_INPUTS = (
+    "start_ns", "end_ns", "dur_ns", "modelled", "recomputed", "flops", "exact", "precision"
+)  # fmt: skip
+"""The columns of :func:`row_flops` rows that :func:`_mfu_row` reads."""
 
 
 def _mfu_row(group: Any, part: pd.DataFrame, busy_ns: int, peaks: GpuPeaks | None) -> dict:
