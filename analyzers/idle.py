@@ -129,8 +129,7 @@ def window_gpu(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
     """The window's GPU events (stream ≠ −1), via the foundation's window filter."""
     from analyzers.window import gpu_events
 
-    g = gpu_events(trace, options)
-    return g[g["stream"] != -1]
+    return gpu_events(trace, options)  # stream -1 already left out
 
 
 @TraceMemo

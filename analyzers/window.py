@@ -207,8 +207,15 @@ def window(trace: Trace, options: AnalysisOptions | None = None) -> Window:
 def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """GPU events of the window: ``trace.gpu`` rows with ``stream != -1`` kept by the filter.
 
-    The rows keep ``trace.gpu``'s columns and index (so callers can join back); do not mutate.
+    The rows keep ``trace.gpu``'s columns and index (so callers can join back).  Selected once
+    per (trace, window options) (:func:`memoized`; a dozen sections ask, and each selection
+    copies the rows); each call returns its own shallow copy, so a caller adding a column
+    changes only its copy.
     """
-    sel = _selection(trace, options or AnalysisOptions())
-    mask = sel.gpu_keep & (trace.gpu["stream"].to_numpy() != -1)
-    return trace.gpu[mask]
+    opts = options or AnalysisOptions()
+
+    def select() -> pd.DataFrame:
+        mask = _selection(trace, opts).gpu_keep & (trace.gpu["stream"].to_numpy() != -1)
+        return trace.gpu[mask]
+
+    return memoized(trace, opts, "gpu_events", select).copy(deep=False)

@@ -183,3 +183,18 @@ def test_memoized_results_leave_with_their_trace() -> None:
     del t
     gc.collect()
     assert key not in window_module._CACHE
+
+
+def test_window_events_are_selected_once_and_each_caller_gets_its_own_copy() -> None:
+    t = build(TWO_STEPS_HOST, TWO_STEPS_GPU)
+    first = gpu_events(t)
+    starts = first["start_ns"].tolist()
+    first["added_by_a_caller"] = 1
+    first.loc[first.index[0], "start_ns"] = -999  # changed in place by a caller
+    again = gpu_events(t)
+    assert "added_by_a_caller" not in again.columns
+    assert sorted(again["name"]) == ["k_before_steps", "k_in_step1"]
+    assert again["start_ns"].tolist() == starts and -999 not in t.gpu["start_ns"].tolist()
+    assert again.index.tolist() == t.gpu.index[t.gpu["name"].isin(again["name"])].tolist()
+    every = gpu_events(t, AnalysisOptions(all_events=True))  # other options: another selection
+    assert len(every) == 4
