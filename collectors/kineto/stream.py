@@ -72,6 +72,12 @@ HEAD_LIMIT = 16 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _ANY_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
 _CUT = re.compile(rb"\}\s*,\s*\{")
+_COMM_SCAN = re.compile(b"|".join(re.escape(m) for m in COMM_SCAN))
+"""Any :data:`COMM_SCAN` text: one pass counts them all, 0.16 s against 0.23 s for the four
+``bytes.count`` per 100 MB of JSON.  In JSON text the two give the same number: a marker's
+closing quote is followed by a structural character, never by the next marker's word (an
+escaped quote follows a backslash, which no marker ends with), so no two markers share a quote
+(tested on generated JSON); a text that is not JSON fails to decode whatever the count."""
 _CUT_WINDOW = 1 << 16
 _CUT_TRIES = 8
 _DECODERS = {
@@ -412,7 +418,7 @@ def normalize(events: list[Event], path: Path) -> tuple[list[Any], dict[int, dic
 
 def _chunk(text: bytes, path: Path, *, tail: bool = False) -> Chunk:
     """Decode one chunk's text: a JSON array of events, or the ``{"traceEvents":[...`` tail."""
-    markers = sum(text.count(m) for m in COMM_SCAN)
+    markers = len(_COMM_SCAN.findall(text))
     try:
         decoded = _DECODERS[tail, markers > 0].decode(text)
     except msgspec.ValidationError:

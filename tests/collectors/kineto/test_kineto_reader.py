@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collectors.errors import InputError
 from collectors.kineto import rank_from_filename, read_kineto, read_kineto_files
+from collectors.kineto.decode import COMM_SCAN
 from tests.support import kineto_json as kj
 from tests.support.env import SAMPLES, shared_path
 from tests.support.raw_kineto import document
@@ -572,3 +575,36 @@ def test_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
     assert len(read_kineto(p).host) == 3
+
+
+_WORDS = st.sampled_from(
+    [
+        "Collective name",
+        "Comms Id",
+        "In msg nelems",
+        "Process Group Name",
+        "Process Group ",
+        'x"Comms Id"Collective name"',
+        "name",
+        "",
+    ]
+)
+_JSON = st.recursive(
+    st.one_of(_WORDS, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(_WORDS, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.lists(_JSON, max_size=8), st.booleans())
+def test_one_scan_counts_what_the_four_counts_counted_in_json_text(
+    events: list[Any], spaced: bool
+) -> None:
+    """In JSON text a marker's closing quote is followed by a structural character, never by
+    the next marker's word, so the alternation's matches are exactly the four counts'."""
+    from collectors.kineto.stream import _COMM_SCAN
+
+    text = json.dumps(events, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    assert len(_COMM_SCAN.findall(text)) == sum(text.count(m) for m in COMM_SCAN)
