@@ -297,12 +297,15 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
             out.attrs[GPU_TIME] = gpu_time
         return out
     keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
+    # the first non-empty note of a group: "first" skips missing values, so "" becomes missing
+    notes = costs["note"].astype(object)
+    costs = costs.assign(_note=notes.where(notes != "", None))
     g = (
         costs.groupby(keys, sort=False, observed=True)
         .agg(
             kind=("kind", "first"),
             exact=("exact", "all"),
-            note=("note", _first_note),
+            note=("_note", "first"),
             calls=("flops", "size"),
             flops=("flops", "sum"),
             bytes=("bytes", "sum"),
@@ -312,13 +315,10 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
+    g["note"] = g["note"].astype(object).where(g["note"].notna(), "").astype(costs["note"].dtype)
     out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
         cols
     ].reset_index(drop=True)
     if gpu_time is not None:
         out.attrs[GPU_TIME] = gpu_time
     return out
-
-
-def _first_note(notes: pd.Series) -> str:
-    return next((n for n in notes if n), "")

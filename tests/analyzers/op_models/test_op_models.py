@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analyzers.gpu_peaks import find_peaks, peaks_named
@@ -457,3 +458,28 @@ def test_a_copy_without_flops_is_memory_bound_at_its_bandwidth_fraction() -> Non
 def test_trace_without_shapes_or_launches_gives_no_rows(tmp_path: Path) -> None:
     meta = TraceMeta(rank=0, source_format="synthetic")
     assert op_costs(make_trace(meta)).empty
+
+
+def test_a_group_of_calls_keeps_its_first_estimate_note() -> None:
+    from analyzers.op_models.attribution import OP_COST_COLUMNS
+
+    def call(op: str, note: str, t: int) -> dict[str, object]:
+        return {
+            "host_row": t, "op": op, "input_dims": "[[1]]", "input_types": "",
+            "concrete_inputs": "", "kind": "gemm", "precision": "fp32", "exact": not note,
+            "note": note, "flops": 2.0, "bytes": 4.0, "kernels": 1, "kernel_time_ns": t,
+            "host_copy": False,
+        }  # fmt: skip
+
+    rows = [
+        call("a", "", 1), call("a", "first", 2), call("a", "second", 3),
+        call("b", "", 10), call("b", "", 20),
+        call("c", "only", 5),
+    ]  # fmt: skip
+    costs = pd.DataFrame(rows, columns=list(OP_COST_COLUMNS))
+    costs.attrs["gpu_time_ns"] = 100
+    groups = op_groups(costs).set_index("op")
+    assert groups["note"].to_dict() == {"b": "", "a": "first", "c": "only"}
+    assert groups["calls"].to_dict() == {"b": 2, "a": 3, "c": 1}
+    assert list(groups.index) == ["b", "a", "c"]  # longest kernel time first
+    assert groups["note"].dtype == costs["note"].dtype
