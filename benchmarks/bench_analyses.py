@@ -5,8 +5,10 @@ Each trace is generated once (``benchmarks/scale_generator.py``, into ``--work``
 replicated, loaded once, and then every registered summary section
 (:data:`reports.summary.registry.RANK_SECTIONS`, then :data:`RUN_SECTIONS` over the ranks) is
 run on it in this process, in registry order, timed with ``time.perf_counter``.  The memoised
-collectives table (:func:`analyzers.collectives.collectives_table`, shared by several sections)
-is its own first row, so the sections after it are timed with it built.  The serving section
+tables several sections share are rows of their own before the sections, which are then timed
+with them built: the collectives table (:func:`analyzers.collectives.collectives_table`), the
+window's GPU events (:func:`analyzers.window.gpu_events`) and the kernels' ops and categories
+(:func:`analyzers.serving.ops.categorized_kernel_ops`).  The serving section
 and the critical path are registered sections (``serving`` per rank, ``critical_path`` across
 ranks), timed in the loop like the others, one process, one CPU (``gpuscope analyze`` shares a
 rank's sections between two CPUs: :mod:`reports.summary.forked`).
@@ -14,7 +16,7 @@ rank's sections between two CPUs: :mod:`reports.summary.forked`).
 *Events* are the rows of the loaded trace model: GPU rows + host rows + annotations + counter
 samples (a Kineto JSON holds more events: its ``ph: M`` metadata and flow events are not rows).
 *s/M* = seconds per million such rows.  Median of ``--repeat`` runs of each section (memo
-cleared between runs only for the collectives table).
+cleared between runs only for the shared tables' own rows).
 
 Usage::
 
@@ -72,10 +74,12 @@ def bench(name: str, work: Path, repeat: int) -> list[tuple[str, float, int]]:
     """(analysis, seconds, events) rows for the generated trace *name*."""
     from scale_generator import generate
 
-    from analyzers import memo
+    from analyzers import memo, window
     from analyzers.collectives import collectives_table
     from analyzers.inputs import AnalysisInputs
     from analyzers.options import AnalysisOptions
+    from analyzers.serving import ops
+    from analyzers.window import gpu_events
     from collectors.load import load_traces
     from collectors.peaks import load_peaks
     from reports.summary.registry import RANK_SECTIONS, RUN_SECTIONS
@@ -104,6 +108,32 @@ def bench(name: str, work: Path, repeat: int) -> list[tuple[str, float, int]]:
     )
     for t in traces:
         collectives_table(t)
+    rows.append(
+        (
+            "window GPU events",
+            _timed(lambda: [gpu_events(t, opts) for t in traces], repeat, window._CACHE.clear),
+            n,
+        )
+    )
+    for t in traces:
+        gpu_events(t, opts)
+
+    def reset_kernel_ops() -> None:
+        for t in traces:
+            for m in (ops._plain_kernel_ops, ops._plain_categorized):
+                memo._slots.get(id(t), {}).pop(m, None)
+
+    rows.append(
+        (
+            "kernel ops and categories",
+            _timed(
+                lambda: [ops.categorized_kernel_ops(t) for t in traces], repeat, reset_kernel_ops
+            ),
+            n,
+        )
+    )
+    for t in traces:
+        ops.categorized_kernel_ops(t)
     for key, fn in RANK_SECTIONS:
         rows.append((key, _timed(lambda fn=fn: [fn(t, opts, inputs) for t in traces], repeat), n))
     for key, run_fn in RUN_SECTIONS:

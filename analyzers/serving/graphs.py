@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -288,7 +288,10 @@ def attribute_graphs(
     regions = _regions(caps)
     names_known = {i: bool(kernel_names_of(c)) for i, c in enumerate(caps)}
     seq = _sequence_ids([tuple(gname[k].tolist()) for k in per_launch])
-    launch_rows, kernel_parts = [], []
+    launch_rows: list[tuple[Any, ...]] = []
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in KERNEL_COLUMNS}
+    node_cols: dict[int, tuple[np.ndarray, ...]] = {}  # per region, its nodes' columns
+    corr, start = h["correlation"].to_numpy(), h["start_ns"].to_numpy()
     notes: list[str] = []
     last = -1
     eligible = _eligible(caps, rows, h, steps)
@@ -318,40 +321,45 @@ def attribute_graphs(
         if ri >= 0:
             last = ri
         reg = regions[ri] if ri >= 0 else None
-        p = np.asarray(pos if pos else [-1] * len(ks), dtype=np.int64)
+        n = len(ks)
+        p = np.asarray(pos if pos else [-1] * n, dtype=np.int64)
         ok = p >= 0
-        none = np.full(len(ks), None, dtype=object)
-        kpart = frame(
-            {
-                "gpu_row": ks,
-                "launch": li,
-                "capture": reg.capture if reg is not None else -1,
-                "region": reg.region if reg is not None else -1,
-                "node_row": -1,
-                "capture_correlation": -1,
-                "op_row": -1,
-                "op": none,
-                "input_dims": none.copy(),
-                "match": np.where(ok, how, "").astype(object),
-            },
-            KERNEL_COLUMNS,
-        )
+        # this launch's kernel rows, as columns (one table is built after the loop)
+        node_row, capture_corr, op_row = (np.full(n, -1, dtype=np.int64) for _ in range(3))
+        op, dims = np.full(n, None, dtype=object), np.full(n, None, dtype=object)
         if reg is not None and ok.any():
-            nd = reg.nodes.iloc[p[ok]]
-            kpart.loc[ok, "node_row"] = nd["host_row"].to_numpy()
-            kpart.loc[ok, "capture_correlation"] = nd["correlation"].to_numpy()
-            kpart.loc[ok, "op_row"] = nd["op_row"].to_numpy()
-            kpart.loc[ok, "op"] = nd["op"].to_numpy()
-            kpart.loc[ok, "input_dims"] = nd["input_dims"].to_numpy()
-        attributed = kpart["op_row"].to_numpy() >= 0
-        kernel_parts.append(kpart)
+            if ri not in node_cols:
+                nodes = reg.nodes
+                node_cols[ri] = tuple(
+                    nodes[c].to_numpy()
+                    for c in ("host_row", "correlation", "op_row", "op", "input_dims")
+                )
+            at = p[ok]
+            for col, src in zip(
+                (node_row, capture_corr, op_row, op, dims), node_cols[ri], strict=True
+            ):
+                col[ok] = src[at]
+        for c, v in (
+            ("gpu_row", np.asarray(ks, dtype=np.int64)),
+            ("launch", np.full(n, li, dtype=np.int64)),
+            ("capture", np.full(n, reg.capture if reg is not None else -1, dtype=np.int64)),
+            ("region", np.full(n, reg.region if reg is not None else -1, dtype=np.int64)),
+            ("node_row", node_row),
+            ("capture_correlation", capture_corr),
+            ("op_row", op_row),
+            ("op", op),
+            ("input_dims", dims),
+            ("match", np.where(ok, how, "").astype(object)),
+        ):
+            parts[c].append(v)
+        attributed = op_row >= 0
         launch_rows.append(
             (
                 li,
                 row,
-                int(h["correlation"].to_numpy()[row]),
-                int(h["start_ns"].to_numpy()[row]),
-                len(ks),
+                int(corr[row]),
+                int(start[row]),
+                n,
                 int(dur[ks].sum()),
                 seq[li],
                 reg.capture if reg is not None else -1,
@@ -364,8 +372,8 @@ def attribute_graphs(
         )
     launches = pd.DataFrame(launch_rows, columns=list(LAUNCH_COLUMNS))
     kernels = (
-        pd.concat(kernel_parts, ignore_index=True)
-        if kernel_parts
+        frame({c: np.concatenate(v) for c, v in parts.items()}, KERNEL_COLUMNS)
+        if launch_rows
         else pd.DataFrame(columns=list(KERNEL_COLUMNS))
     )
     for c in ("gpu_row", "launch", "capture", "region", "node_row", "capture_correlation"):
