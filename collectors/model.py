@@ -70,6 +70,7 @@ Tables
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -387,6 +388,14 @@ def object_values(col: pd.Series) -> np.ndarray:
         labels = np.append(col.cat.categories.to_numpy(dtype=object), np.nan)
         return labels[col.cat.codes.to_numpy()]
     return np.asarray(col.astype(object).to_numpy(), dtype=object)
+
+
+def names_matching(col: pd.Series, match: Callable[[str], object]) -> np.ndarray:
+    """Rows of a name column whose value, as ``str``, satisfies *match* (e.g. a compiled
+    pattern's ``search``), each distinct value tested once; a missing value never matches."""
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    hits = [bool(match(str(c))) for c in cat.cat.categories]
+    return np.asarray([*hits, False], dtype=bool)[cat.cat.codes.to_numpy()]
 
 
 def str_values(col: pd.Series) -> np.ndarray:

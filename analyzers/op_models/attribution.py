@@ -15,6 +15,7 @@ Both tables carry, in ``DataFrame.attrs["gpu_time_ns"]``, the trace's GPU work t
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import msgspec
@@ -24,7 +25,7 @@ import pandas as pd
 from analyzers.op_models.args import OpCost
 from analyzers.op_models.registry import MODELS, model_op
 from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
-from collectors.model import GPU_WORK_KINDS, Trace
+from collectors.model import GPU_WORK_KINDS, Trace, names_matching
 
 TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 """Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
@@ -176,8 +177,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     gpu_time = gpu_work_time_ns(trace)
     if host.empty or gpu.empty:
         return _empty(cols, gpu_time)
-    cat = host["cat"].astype(object).to_numpy()
-    ops = np.flatnonzero(cat == "cpu_op")
+    ops = np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
     launches = np.flatnonzero(launch_mask(host))
     if len(ops) == 0 or len(launches) == 0:
         return _empty(cols, gpu_time)
@@ -227,9 +227,8 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     if g.empty:
         return _empty(cols, gpu_time)
     agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
-    tf32_owners = set(
-        g.loc[g["name"].astype(str).str.contains(TF32_KERNEL, regex=True), "owner"].astype(int)
-    )
+    tf32 = names_matching(g["name"], re.compile(TF32_KERNEL).search)  # once per distinct name
+    tf32_owners = set(g.loc[tf32, "owner"].astype(int))
     copy_kind = g["copy_kind"].astype(object).fillna("").astype(str)
     host_owners = set(
         g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)

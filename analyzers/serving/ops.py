@@ -32,6 +32,7 @@ import pandas as pd
 from analyzers.memo import memoised
 from collectors.linking import innermost_range, launch_mask
 from collectors.model import GPU_WORK_KINDS
+from collectors.model import names_matching as model_names_matching
 
 if TYPE_CHECKING:
     from analyzers.serving.graphs import GraphAttribution
@@ -63,10 +64,9 @@ KERNEL_OP_COLUMNS = (
 
 
 def names_matching(col: pd.Series, rx: re.Pattern[str]) -> np.ndarray:
-    """Rows whose name ``rx.search``-es (each distinct name tested once)."""
-    cat = col.astype("category")
-    hits = np.array([bool(rx.search(str(c))) for c in cat.cat.categories] + [False])
-    return hits[cat.cat.codes.to_numpy()]
+    """Rows whose name ``rx.search``-es (each distinct name tested once:
+    :func:`collectors.model.names_matching`)."""
+    return model_names_matching(col, rx.search)
 
 
 def op_rows(host: pd.DataFrame) -> np.ndarray:

@@ -50,3 +50,24 @@ def test_str_array_of_a_large_categorical_takes_the_pyarrow_path() -> None:
     got = str_array(col)
     assert not isinstance(got, np.ndarray)  # decoded by pyarrow, not one object per row
     pd.testing.assert_series_equal(pd.Series(got), pd.Series(str_values(col)))
+
+
+@pytest.mark.parametrize("categorical", [True, False], ids=["categorical", "object"])
+def test_names_matching_tests_each_distinct_name_once_and_never_a_missing_one(
+    categorical: bool,
+) -> None:
+    import re
+
+    from collectors.model import names_matching
+
+    values = ["gemm_tf32", "add", None, "gemm_tf32", "sgemm", "nan"]
+    col = pd.Series(values, dtype="category" if categorical else object)
+    seen: list[str] = []
+
+    def match(name: str) -> object:
+        seen.append(name)
+        return re.search("gemm|nan", name)
+
+    got = names_matching(col, match)
+    assert got.tolist() == [True, False, False, True, True, True]
+    assert sorted(seen) == ["add", "gemm_tf32", "nan", "sgemm"]  # once each, never None
