@@ -54,10 +54,14 @@ def add_bandwidth(df: pd.DataFrame, trace: Trace) -> None:
         alg = np.where((size >= 0) & (dur > 0), size / dur, np.nan)
     df["algbw_gbps"] = alg
     df["busbw_gbps"] = alg * bus_factors(df["collective"], df["group_size"].where(n > 0))
+    peak_of: dict[int, float] = {}  # per device id (-1: the rank's device), looked up once
     peaks = []
-    for d in df["device"].to_numpy():
-        dev = trace.meta.device(int(d)) if d >= 0 else trace.gpu_device
-        lp = link_peak(dev.name if dev is not None else None)
-        peaks.append(lp[0] if lp else math.nan)
+    for d in df["device"].to_numpy().tolist():
+        key = int(d) if d >= 0 else -1
+        if key not in peak_of:
+            dev = trace.meta.device(key) if key >= 0 else trace.gpu_device
+            lp = link_peak(dev.name if dev is not None else None)
+            peak_of[key] = lp[0] if lp else math.nan
+        peaks.append(peak_of[key])
     df["link_peak_gbps"] = np.array(peaks, dtype=np.float64)
     df["busbw_link_pct"] = 100.0 * df["busbw_gbps"] / df["link_peak_gbps"]
