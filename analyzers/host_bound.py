@@ -43,13 +43,12 @@ from analyzers.idle import (
     gpu_idle_gaps,
     host_activity_intervals,
     launch_threads,
-    name_mask,
     window_gpu,
 )
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
-from collectors.model import LAUNCH_CATS, Trace
+from collectors.model import LAUNCH_CATS, Trace, names_matching
 
 HOST_BOUND = "host-bound"
 GPU_BOUND = "GPU-bound"
@@ -117,7 +116,7 @@ def top_level_ops(host: pd.DataFrame) -> pd.DataFrame:
     """
     api = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
     py = np.asarray(host["cat"] == "python_function", dtype=bool)
-    step = name_mask(host["name"], STEP_MARKER)
+    step = names_matching(host["name"], STEP_MARKER.search)
     h = host[~api & ~py & ~step]
     if h.empty:
         return h

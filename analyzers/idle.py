@@ -37,7 +37,7 @@ from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from collectors.arrays import sorted_unique
 from collectors.linking import launch_mask, launching_calls
-from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace
+from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace, names_matching
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
@@ -140,15 +140,6 @@ def launch_start_by_correlation(trace: Trace) -> pd.Series:
     ids = sorted_unique(h["correlation"].to_numpy()[launch_mask(h)])
     rows = launching_calls(h, ids)
     return pd.Series(h["start_ns"].to_numpy()[rows], index=pd.Index(ids, dtype=np.int64))
-
-
-def name_mask(col: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """Rows whose name contains a match of *pattern* (``re.search``), evaluated per category."""
-    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
-    hits = np.array(
-        [pattern.search(str(c)) is not None for c in cat.cat.categories] + [False], dtype=bool
-    )
-    return hits[cat.cat.codes.to_numpy()]
 
 
 def trace_notes(trace: Trace) -> tuple[str, ...]:
@@ -350,10 +341,10 @@ def host_activity_intervals(trace: Trace, host: pd.DataFrame) -> dict[str, iv.In
     s = host["start_ns"].to_numpy()
     e = host["end_ns"].to_numpy()
     api = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
-    step = name_mask(host["name"], STEP_MARKER)
-    is_dl = name_mask(host["name"], _DATA_LOADING) & ~api
-    is_opt = name_mask(host["name"], _OPTIMIZER) & ~api
-    is_sync = api & name_mask(host["name"], _SYNC)
+    step = names_matching(host["name"], STEP_MARKER.search)
+    is_dl = names_matching(host["name"], _DATA_LOADING.search) & ~api
+    is_opt = names_matching(host["name"], _OPTIMIZER.search) & ~api
+    is_sync = api & names_matching(host["name"], _SYNC.search)
     is_py = np.asarray(host["cat"].isin(("python_function", "user_annotation")), dtype=bool) & ~step
     is_op = ~api & ~is_py & ~step
     steps = trace.steps()

@@ -103,11 +103,12 @@ def _ms(ns: float) -> str:
 
 
 def _graph_launches(trace: Trace) -> pd.DataFrame:
-    from analyzers.serving.ops import GRAPH_LAUNCH_RE, names_matching
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE
+    from collectors.model import names_matching
 
     h = trace.host
     is_api = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
-    rows = is_api & names_matching(h["name"], GRAPH_LAUNCH_RE) & (h["correlation"] >= 0)
+    rows = is_api & names_matching(h["name"], GRAPH_LAUNCH_RE.search) & (h["correlation"] >= 0)
     return h.loc[rows, ["start_ns", "correlation"]]
 
 

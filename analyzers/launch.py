@@ -132,13 +132,14 @@ def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarra
 
 def _is_graph_launch(names: pd.Series) -> np.ndarray:
     """Host call names that launch a CUDA/HIP graph (``*GraphLaunch``)."""
-    from analyzers.serving.ops import GRAPH_LAUNCH_RE, names_matching
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE
+    from collectors.model import names_matching
 
     if not len(names):
         return np.zeros(0, bool)
     if not isinstance(names.dtype, pd.CategoricalDtype):
         names = names.astype(str)
-    return names_matching(names, GRAPH_LAUNCH_RE)
+    return names_matching(names, GRAPH_LAUNCH_RE.search)
 
 
 def _waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

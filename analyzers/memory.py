@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzers.idle import STEP_MARKER, name_mask
+from analyzers.idle import STEP_MARKER
 from analyzers.options import AnalysisOptions
 from analyzers.window import window
-from collectors.model import LAUNCH_CATS, Trace
+from collectors.model import LAUNCH_CATS, Trace, names_matching
 
 SERIES = {
     "Total Allocated": "allocated",
@@ -83,7 +83,7 @@ def op_at(trace: Trace, ts: int) -> str | None:
     e = h["end_ns"].to_numpy()
     inside = (s <= ts) & (ts <= e)
     api = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
-    step = name_mask(h["name"], STEP_MARKER)
+    step = names_matching(h["name"], STEP_MARKER.search)
     is_op = np.asarray(h["cat"] == "cpu_op", dtype=bool)
     a = trace.annotations
     a_in = (

@@ -121,17 +121,6 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     return out
 
 
-def _matching_codes(col: pd.Series, pattern_match: Callable[[str], object]) -> np.ndarray:
-    """Boolean mask of rows whose (category) name satisfies *pattern_match*."""
-    import pandas as pd
-
-    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
-    hits = np.array(
-        [pattern_match(str(c)) is not None for c in cat.cat.categories] + [False], dtype=bool
-    )
-    return hits[cat.cat.codes.to_numpy()]
-
-
 def _names_in(col: pd.Series, mask: np.ndarray) -> set[str]:
     import pandas as pd
 
@@ -158,9 +147,11 @@ def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
 
     if options.all_events:
         return unfiltered("all events (--all-events)")
+    from collectors.model import names_matching
+
     step_match = rules(options.hta_version).step.match
-    g_step = _matching_codes(gpu["name"], step_match)
-    h_step = _matching_codes(host["name"], step_match)
+    g_step = names_matching(gpu["name"], step_match)
+    h_step = names_matching(host["name"], step_match)
     n_names = len(_names_in(gpu["name"], g_step) | _names_in(host["name"], h_step))
     if n_names < 2:
         return unfiltered(

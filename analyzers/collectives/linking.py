@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,13 +12,6 @@ from collectors.nccl_formulas import canonical_collective
 
 if TYPE_CHECKING:
     from collectors.model import Trace
-
-
-def name_mask(names: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
-    """Rows whose name satisfies *pred* (each distinct name tested once)."""
-    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
-    hits = np.array([pred(str(c)) for c in cat.cat.categories] + [False], dtype=bool)
-    return hits[cat.cat.codes.to_numpy()]
 
 
 def innermost(ranges: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:

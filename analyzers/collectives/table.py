@@ -50,10 +50,11 @@ import pandas as pd
 from analyzers.collectives.args import pg_config
 from analyzers.collectives.busbw import add_bandwidth
 from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, empty_table
-from analyzers.collectives.linking import innermost, launches, name_mask, nvtx_ranges
+from analyzers.collectives.linking import innermost, launches, nvtx_ranges
 from analyzers.collectives.metadata import RecordContext, collective_record
 from analyzers.collectives.sizes import add_message_bytes
 from collectors.arrays import sorted_unique
+from collectors.model import names_matching
 from collectors.nccl_kernels import NCCL_NAME
 
 if TYPE_CHECKING:
@@ -72,9 +73,9 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
     """
     h = trace.host
     hname = h["name"].astype(object)
-    is_rpc = name_mask(h["name"], lambda s: s == "record_param_comms")
-    is_ann = name_mask(h["name"], lambda s: s.startswith("nccl:"))
-    is_c10d = name_mask(h["name"], lambda s: s.startswith("c10d::"))
+    is_rpc = names_matching(h["name"], lambda s: s == "record_param_comms")
+    is_ann = names_matching(h["name"], lambda s: s.startswith("nccl:"))
+    is_c10d = names_matching(h["name"], lambda s: s.startswith("c10d::"))
     nvtx_ops, nvtx_groups, nvtx_group_starts = nvtx_ranges(trace)
     ctx = RecordContext(
         host_args=h["comm_args"].to_numpy(),

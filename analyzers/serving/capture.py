@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analyzers.serving.ops import GRAPH_LAUNCH_RE, frame, innermost_ops, names_matching
-from collectors.model import LAUNCH_CATS
+from analyzers.serving.ops import GRAPH_LAUNCH_RE, frame, innermost_ops
+from collectors.model import LAUNCH_CATS, names_matching
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -49,7 +49,7 @@ NODE_COLUMNS = (
 def _runtime(trace: Trace, rx: re.Pattern[str]) -> np.ndarray:
     h = trace.host
     is_rt = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
-    return np.flatnonzero(is_rt & names_matching(h["name"], rx))
+    return np.flatnonzero(is_rt & names_matching(h["name"], rx.search))
 
 
 def is_capture_trace(trace: Trace) -> bool:
@@ -89,7 +89,7 @@ def capture_nodes(trace: Trace, regions: pd.DataFrame | None = None) -> pd.DataF
     regions = capture_regions(trace) if regions is None else regions
     h = trace.host
     cand = _runtime(trace, NODE_RE)
-    cand = cand[~names_matching(h["name"], NOT_NODE_RE)[cand]]
+    cand = cand[~names_matching(h["name"], NOT_NODE_RE.search)[cand]]
     corr = h["correlation"].to_numpy()
     ran = np.isin(corr[cand], trace.gpu["correlation"].to_numpy())
     cand = cand[~ran]

@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 
 from analyzers.serving.capture import capture_nodes
-from analyzers.serving.ops import GPU_WORK_KINDS, GRAPH_LAUNCH_RE, frame, names_matching
-from collectors.model import LAUNCH_CATS
+from analyzers.serving.ops import GPU_WORK_KINDS, GRAPH_LAUNCH_RE, frame
+from collectors.model import LAUNCH_CATS, names_matching
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -140,7 +140,7 @@ def _graph_launches(trace: Trace) -> tuple[np.ndarray, list[np.ndarray]]:
     """Host rows of graph launches (time order) and, per launch, its GPU work rows (GPU order)."""
     h, g = trace.host, trace.gpu
     rt = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
-    rows = np.flatnonzero(rt & names_matching(h["name"], GRAPH_LAUNCH_RE))
+    rows = np.flatnonzero(rt & names_matching(h["name"], GRAPH_LAUNCH_RE.search))
     rows = rows[np.argsort(h["start_ns"].to_numpy()[rows], kind="stable")]
     work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
     corr = g["correlation"].to_numpy()[work]

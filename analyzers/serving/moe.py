@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
-from analyzers.serving.ops import names_matching
 from collectors.linking import enclosing_parents
+from collectors.model import names_matching
 
 if TYPE_CHECKING:
     from analyzers.serving.graphs import GraphAttribution
@@ -66,7 +66,7 @@ def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     if not len(rows):
         return out
     is_op = np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
-    match = np.append(names_matching(host["name"], LAYER_RE)[is_op], False)
+    match = np.append(names_matching(host["name"], LAYER_RE.search)[is_op], False)
     if not match.any():  # no layer op at all (most traces): nothing to climb
         return out
     start, end = host["start_ns"].to_numpy()[is_op], host["end_ns"].to_numpy()[is_op]
@@ -74,7 +74,7 @@ def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         start, end, (host["pid"].to_numpy()[is_op], host["tid"].to_numpy()[is_op])
     )
     # each distinct name tested once (LAYER_RE never matches a missing name's "nan")
-    match = np.append(names_matching(host["name"], LAYER_RE)[is_op], False)
+    match = np.append(names_matching(host["name"], LAYER_RE.search)[is_op], False)
     pos = pd.Series(np.arange(len(is_op)), index=is_op).reindex(rows).fillna(-1).to_numpy(int)
     while (pos >= 0).any():
         live = pos >= 0

@@ -31,8 +31,7 @@ import pandas as pd
 
 from analyzers.memo import memoised
 from collectors.linking import innermost_range, launch_mask
-from collectors.model import GPU_WORK_KINDS
-from collectors.model import names_matching as model_names_matching
+from collectors.model import GPU_WORK_KINDS, names_matching
 
 if TYPE_CHECKING:
     from analyzers.serving.graphs import GraphAttribution
@@ -63,16 +62,12 @@ KERNEL_OP_COLUMNS = (
 """Columns of :func:`kernel_ops`."""
 
 
-def names_matching(col: pd.Series, rx: re.Pattern[str]) -> np.ndarray:
-    """Rows whose name ``rx.search``-es (each distinct name tested once:
-    :func:`collectors.model.names_matching`)."""
-    return model_names_matching(col, rx.search)
-
-
 def op_rows(host: pd.DataFrame) -> np.ndarray:
     """Host rows that are ops: ``cpu_op`` rows other than ``ProfilerStep#*``."""
     is_op = np.asarray(host["cat"] == "cpu_op", dtype=bool)
-    return np.flatnonzero(is_op & ~names_matching(host["name"], re.compile(r"^ProfilerStep#")))
+    return np.flatnonzero(
+        is_op & ~names_matching(host["name"], re.compile(r"^ProfilerStep#").search)
+    )
 
 
 def innermost_ops(
@@ -185,6 +180,7 @@ def categorized_kernel_ops(trace: Trace, graphs: GraphAttribution | None = None)
 
 @memoised
 def _plain_categorized(trace: Trace) -> pd.DataFrame:
+    """:func:`categorized_kernel_ops` without graph attribution (computed once per Trace)."""
     from analyzers.serving.categories import categorize
 
     kops = kernel_ops(trace)
@@ -204,7 +200,7 @@ def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
     host_names = _obj(h["name"].astype(object).to_numpy())
     is_graph = np.zeros(len(work), dtype=bool)
     if has_launch.any():
-        is_graph[has_launch] = names_matching(h["name"], GRAPH_LAUNCH_RE)[launch[has_launch]]
+        is_graph[has_launch] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has_launch]]
     op_row = np.full(len(work), -1, dtype=np.int64)
     eager = has_launch & ~is_graph
     op_row[eager] = innermost_ops(h, launch[eager])

@@ -197,8 +197,8 @@ def run_unit(
             alone = sole and len(traces) == 1  # the run's only rank
             keep = cache is not None and rkey is not None  # the parts go to the results cache
             for n, trace in enumerate(traces, 1):
-                last = earlier is not None and n == len(traces)
-                before = [*earlier, *out.digests] if earlier is not None and last else []
+                last = earlier is not None and n == len(traces)  # the run's last rank
+                before = [*(earlier or ()), *out.digests] if last else []
                 entry, digest = entry_and_digest(trace, options, inputs, alone, keep, before)
                 out.entries.append(entry)
                 out.digests.append(digest)
