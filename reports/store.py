@@ -15,6 +15,8 @@ run and the runs before it with the same fingerprint, back to the first fingerpr
 
 from __future__ import annotations
 
+import sqlite3
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -141,6 +143,27 @@ def _engine(url: URL, display: str, **kwargs: Any) -> Engine:
     return engine
 
 
+def _enter_wal(cur: Any) -> None:
+    """Put the database in WAL mode, retrying while another connection holds a lock.
+
+    Changing the journal mode needs an exclusive lock, and SQLite answers "database is locked"
+    at once, without its busy handler, when that could deadlock with another writer -- as when
+    several processes open a fresh store together.  The mode is persistent, so a database already
+    in WAL is left alone; otherwise the change is retried with backoff up to the busy timeout.
+    """
+    delay, deadline = 0.001, time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if cur.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
+
+
 def _sqlite_events(engine: Engine) -> None:
     """WAL, busy timeout, foreign keys; every transaction ``BEGIN IMMEDIATE`` (writer lock
     up front, so concurrent writers queue on the busy timeout instead of deadlocking)."""
@@ -150,7 +173,7 @@ def _sqlite_events(engine: Engine) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _enter_wal(cur)
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
