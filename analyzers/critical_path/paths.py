@@ -175,23 +175,16 @@ def replay(
     boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
     root's time plus the sum of the delays from that root (pointer jumping, log₂ of the chain
     length numpy passes), and the pass in topological order visits only the other nodes, their
-    in-edges taken from the roots of their sources."""
+    in-edges taken from the roots of their sources (:func:`chain_roots`)."""
     ptr, edges, first = pred
     src = np.asarray(src, np.int64)
     delay = np.asarray(delay, np.int64)
     anchor = np.asarray(anchor, np.int64)
     simple = (np.diff(ptr) == 1) & (anchor == NO_ANCHOR)
     chain = np.flatnonzero(simple)
-    up = np.arange(n, dtype=np.int64)
-    acc = np.zeros(n, np.int64)
-    up[chain] = src[first[chain]]
-    acc[chain] = delay[first[chain]]
-    live = chain[simple[up[chain]]]
-    while live.size:  # up: the chain's root (not simple); acc: the delays from it
-        above = up[live]
-        acc[live] += acc[above]
-        up[live] = up[above]
-        live = live[simple[up[live]]]
+    parent, step = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    parent[chain], step[chain] = src[first[chain]], delay[first[chain]]
+    up, acc = chain_roots(n, topo, simple, parent, step)
     hubs = topo[~simple[topo]]  # the other nodes, in topological order
     pos = np.full(n, -1, np.int64)
     pos[hubs] = np.arange(len(hubs))
@@ -199,19 +192,17 @@ def replay(
     at = np.repeat(ptr[hubs] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
     into = edges[at]  # the hubs' in-edges, hub by hub, each hub's in edge order
     u = src[into]
+    hub_of = np.repeat(np.arange(len(hubs)), counts).tolist()
     root, add = pos[up[u]].tolist(), (acc[u] + delay[into]).tolist()
-    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    into_l = into.tolist()
     t = anchor[hubs].tolist()
     why = [-1] * len(hubs)
-    for k in range(len(hubs)):
-        best, arg = t[k], -1
-        for j in range(bounds[k], bounds[k + 1]):
-            c = t[root[j]] + add[j]
-            if c > best:
-                best, arg = c, into_l[j]
-        t[k] = best
-        why[k] = arg
+    # One flat pass over the in-edges, hub by hub in topological order: an edge's root is an
+    # earlier hub, so it is final when read; strict ">" keeps the first edge reaching the top.
+    for k, r, a, e in zip(hub_of, root, add, into.tolist(), strict=True):
+        c = t[r] + a
+        if c > t[k]:
+            t[k] = c
+            why[k] = e
     times = np.empty(n, np.int64)
     times[hubs] = t
     times[chain] = times[up[chain]] + acc[chain]
@@ -219,3 +210,57 @@ def replay(
     binding[hubs] = why
     binding[chain] = first[chain]
     return times, binding
+
+
+def chain_roots(
+    n: int, topo: np.ndarray, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(up, acc)``: per node, the root of its chain (the first ancestor, following
+    *parent*, that is not *simple*; the node itself when not simple) and the sum of *step*
+    from that root down to it (0 for a root).  *simple* nodes have exactly one predecessor,
+    ``parent[v]``, and ``step[v]`` is the delay of that edge; *topo* is a topological order.
+
+    The chains are cut into *runs*: a simple node right after its parent in *topo* continues
+    its parent's run (a host thread's boundaries mostly follow each other so), any other
+    starts one.  Within a run the sums are one cumulative sum along *topo*; each run then
+    hangs from its head's parent, and the runs' roots and offsets are found by pointer
+    jumping over the runs only (log₂ of the longest chain of runs numpy passes)."""
+    topo = np.asarray(topo, np.int64)
+    up = np.arange(n, dtype=np.int64)
+    acc = np.zeros(n, np.int64)
+    on = simple[topo]  # per position in topo
+    if not on.any():
+        return up, acc
+    pos = np.empty(n, np.int64)
+    pos[topo] = np.arange(n)
+    at = np.flatnonzero(on)  # positions of the simple nodes
+    node = topo[at]
+    par = np.asarray(parent, np.int64)[node]
+    ppos = pos[par]
+    cont = (ppos == at - 1) & simple[par]  # continues the run of its parent
+    head = ~cont
+    run = np.cumsum(head) - 1  # run of each simple node, runs in topo order of their heads
+    w = np.asarray(step, np.int64)[node]
+    csum = np.cumsum(w)  # wraps like the sums it is differenced into: exact
+    first_of_run = np.flatnonzero(head)
+    before = np.where(first_of_run > 0, csum[np.maximum(first_of_run - 1, 0)], 0)
+    local = csum - before[run]  # Σ step from the run's head to the node, inclusive
+    # each run hangs from its head's parent: a root (not simple), or a node of an earlier run
+    hp = par[first_of_run]
+    hang = simple[hp]
+    k = np.searchsorted(at, pos[hp[hang]])  # the parent's index among the simple nodes
+    run_up = np.full(len(first_of_run), -1, np.int64)
+    run_add = np.zeros(len(first_of_run), np.int64)
+    run_root = hp.copy()
+    run_up[hang] = run[k]
+    run_add[hang] = local[k]
+    live = np.flatnonzero(run_up >= 0)
+    while live.size:  # run_add: Σ step from the root to the head's parent; run_root: the root
+        above = run_up[live]
+        run_add[live] += run_add[above]
+        run_root[live] = run_root[above]
+        run_up[live] = run_up[above]
+        live = live[run_up[live] >= 0]
+    up[node] = run_root[run]
+    acc[node] = local + run_add[run]
+    return up, acc

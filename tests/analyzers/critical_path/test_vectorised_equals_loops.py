@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from analyzers.critical_path import rank_graph as rg
 from analyzers.critical_path.blame import Segment, step_paths
 from analyzers.critical_path.paths import (
+    chain_roots,
     first_latest_in_edges,
     forward_order,
     in_edges,
@@ -248,6 +249,43 @@ def test_replay_and_forward_order_on_random_dags(dag) -> None:
     # the replay's own times solve its equation: settled gives the same without a pass
     got = settled(t, src, dst, delay, anchor)
     assert got is not None and got[0].tolist() == want_t and got[1].tolist() == want_why
+
+
+# chain forests: node i of the topological order is a root or hangs from an earlier node,
+# usually the one just before it (runs), sometimes further back (interleaved lanes, branches)
+forests = st.integers(1, 80).flatmap(
+    lambda n: st.tuples(
+        st.permutations(range(n)),
+        st.lists(st.tuples(st.integers(0, 6), st.integers(0, 79)), min_size=n, max_size=n),
+        st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(forests)
+def test_chain_roots_equal_the_walk_down_every_chain(forest) -> None:
+    """Runs + pointer jumping over runs give each chain node's root and Σ of steps from it,
+    as the walk in topological order does (steps near the int64 range: the cumulative sums
+    wrap, their differences stay exact)."""
+    perm, picks, steps = forest
+    n = len(perm)
+    topo = np.asarray(perm, np.int64)  # node topo[i] is the i-th in topological order
+    simple = np.zeros(n, bool)
+    parent = np.full(n, -1, np.int64)
+    for i, (kind, back) in enumerate(picks):
+        if i and kind:  # kind 0: a root; 1-4: after the node just before; 5-6: further back
+            simple[topo[i]] = True
+            parent[topo[i]] = topo[i - 1] if kind <= 4 else topo[back % i]
+    step = np.where(simple, np.asarray(steps, np.int64), 0)
+    up, acc = list(range(n)), [0] * n
+    for v in topo.tolist():
+        if simple[v]:
+            p = int(parent[v])
+            up[v] = up[p]
+            acc[v] = (acc[p] + int(step[v]) + 2**63) % 2**64 - 2**63  # int64 arithmetic
+    got_up, got_acc = chain_roots(n, topo, simple, parent, step)
+    assert got_up.tolist() == up and got_acc.tolist() == acc
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
