@@ -165,6 +165,7 @@ def replay(
     src: np.ndarray,
     delay: np.ndarray,
     anchor: np.ndarray,
+    chains: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Max-plus replay: ``t[v] = max(anchor[v], max over in-edges e=(u, v) of t[u] + delay[e])``
     (``anchor`` = :data:`NO_ANCHOR` for nodes that only follow their predecessors).  *pred* is
@@ -175,7 +176,8 @@ def replay(
     boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
     root's time plus the sum of the delays from that root (pointer jumping, log₂ of the chain
     length numpy passes), and the pass in topological order visits only the other nodes, their
-    in-edges taken from the roots of their sources (:func:`chain_roots`)."""
+    in-edges taken from the roots of their sources (:func:`chain_roots`, which cuts the
+    chains into runs along *chains*, a permutation of the nodes; default *topo*)."""
     ptr, edges, first = pred
     src = np.asarray(src, np.int64)
     delay = np.asarray(delay, np.int64)
@@ -184,7 +186,7 @@ def replay(
     chain = np.flatnonzero(simple)
     parent, step = np.full(n, -1, np.int64), np.zeros(n, np.int64)
     parent[chain], step[chain] = src[first[chain]], delay[first[chain]]
-    up, acc = chain_roots(n, topo, simple, parent, step)
+    up, acc = chain_roots(n, topo if chains is None else chains, simple, parent, step)
     hubs = topo[~simple[topo]]  # the other nodes, in topological order
     pos = np.full(n, -1, np.int64)
     pos[hubs] = np.arange(len(hubs))
@@ -213,33 +215,35 @@ def replay(
 
 
 def chain_roots(
-    n: int, topo: np.ndarray, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
+    n: int, order: np.ndarray, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(up, acc)``: per node, the root of its chain (the first ancestor, following
     *parent*, that is not *simple*; the node itself when not simple) and the sum of *step*
     from that root down to it (0 for a root).  *simple* nodes have exactly one predecessor,
-    ``parent[v]``, and ``step[v]`` is the delay of that edge; *topo* is a topological order.
+    ``parent[v]``, and ``step[v]`` is the delay of that edge; *order* is any permutation of
+    the nodes.
 
-    The chains are cut into *runs*: a simple node right after its parent in *topo* continues
-    its parent's run (a host thread's boundaries mostly follow each other so), any other
-    starts one.  Within a run the sums are one cumulative sum along *topo*; each run then
-    hangs from its head's parent, and the runs' roots and offsets are found by pointer
-    jumping over the runs only (log₂ of the longest chain of runs numpy passes)."""
-    topo = np.asarray(topo, np.int64)
+    The chains are cut into *runs*: a simple node right after its parent in *order* continues
+    its parent's run, any other starts one.  Within a run the sums are one cumulative sum
+    along *order*; each run then hangs from its head's parent, and the runs' roots and offsets
+    are found by pointer jumping over the runs only (log₂ of the longest chain of runs numpy
+    passes).  The result does not depend on *order*, the cost does: in a topological order by
+    time a host thread's boundaries mostly follow each other."""
+    order = np.asarray(order, np.int64)
     up = np.arange(n, dtype=np.int64)
     acc = np.zeros(n, np.int64)
-    on = simple[topo]  # per position in topo
+    on = simple[order]  # per position in order
     if not on.any():
         return up, acc
     pos = np.empty(n, np.int64)
-    pos[topo] = np.arange(n)
+    pos[order] = np.arange(n)
     at = np.flatnonzero(on)  # positions of the simple nodes
-    node = topo[at]
+    node = order[at]
     par = np.asarray(parent, np.int64)[node]
     ppos = pos[par]
     cont = (ppos == at - 1) & simple[par]  # continues the run of its parent
     head = ~cont
-    run = np.cumsum(head) - 1  # run of each simple node, runs in topo order of their heads
+    run = np.cumsum(head) - 1  # run of each simple node, runs in the order of their heads
     w = np.asarray(step, np.int64)[node]
     csum = np.cumsum(w)  # wraps like the sums it is differenced into: exact
     first_of_run = np.flatnonzero(head)

@@ -109,7 +109,7 @@ def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndar
         done = settled(g.node_time, g.src, g.dst, d, anchor)
         if done is not None:
             return done
-    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor)
+    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor, g.chain_order)
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:

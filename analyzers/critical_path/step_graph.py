@@ -17,6 +17,7 @@ collectives' kernel ends (a collective ends together on every rank).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -103,6 +104,16 @@ class StepGraph:
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
+
+    @functools.cached_property
+    def chain_order(self) -> np.ndarray:
+        """The nodes rank by rank, each rank's in :attr:`topo` order: the order in which the
+        replay cuts chains into runs (:func:`analyzers.critical_path.paths.chain_roots`; any
+        order is correct, one where a node follows its predecessor is fast, and ranks whose
+        times coincide interleave in :attr:`topo`)."""
+        if len(self.ranks) < 2:
+            return self.topo
+        return self.topo[np.argsort(self.node_rank[self.topo], kind="stable")]
 
 
 def _matched(parts: Sequence[RankGraph]) -> dict[str, dict[int, int]]:

@@ -266,8 +266,8 @@ forests = st.integers(1, 80).flatmap(
 @given(forests)
 def test_chain_roots_equal_the_walk_down_every_chain(forest) -> None:
     """Runs + pointer jumping over runs give each chain node's root and Σ of steps from it,
-    as the walk in topological order does (steps near the int64 range: the cumulative sums
-    wrap, their differences stay exact)."""
+    whatever the order the runs are cut along, as the walk in topological order does (steps
+    near the int64 range: the cumulative sums wrap, their differences stay exact)."""
     perm, picks, steps = forest
     n = len(perm)
     topo = np.asarray(perm, np.int64)  # node topo[i] is the i-th in topological order
@@ -286,6 +286,10 @@ def test_chain_roots_equal_the_walk_down_every_chain(forest) -> None:
             acc[v] = (acc[p] + int(step[v]) + 2**63) % 2**64 - 2**63  # int64 arithmetic
     got_up, got_acc = chain_roots(n, topo, simple, parent, step)
     assert got_up.tolist() == up and got_acc.tolist() == acc
+    # any order of the nodes gives the same (only the runs differ): reversed, by node number
+    for order in (topo[::-1], np.arange(n)):
+        got_up, got_acc = chain_roots(n, order, simple, parent, step)
+        assert got_up.tolist() == up and got_acc.tolist() == acc
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
