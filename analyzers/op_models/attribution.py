@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
 import numpy as np
 import pandas as pd
 
+from analyzers.memo import memoised
 from analyzers.op_models.args import OpCost
 from analyzers.op_models.registry import MODELS, model_op
 from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
@@ -32,25 +35,49 @@ TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 ``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
 
 
-def _sweep_parents(host: pd.DataFrame, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
-    """Innermost enclosing CPU op (host row position, -1 none) of every op and launch row, as
-    an array over the host rows (-1 for the other rows).
+def cpu_op_rows(host: pd.DataFrame) -> np.ndarray:
+    """Positions of the ``cpu_op`` rows of a host table."""
+    return np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
+
+
+@memoised
+def cpu_op_parents(trace: Trace) -> np.ndarray:
+    """Innermost enclosing CPU op (host row position, -1 none) of every ``cpu_op`` row of
+    *trace*, as a read-only array over the host rows (-1 for the other rows); memoised (the
+    roofline's and the serving section's attributions both walk it).
 
     The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
     ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
-    compare's op view; collectives link inclusively of the end.
+    compare's op view.
     """
+    host = trace.host
+    ops = cpu_op_rows(host)
+    start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
+    pos = enclosing_parents(start, end, (host["pid"].to_numpy()[ops], host["tid"].to_numpy()[ops]))
+    parent = np.full(len(host), -1, dtype=np.int64)
+    parent[ops] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    parent.setflags(write=False)
+    return parent
+
+
+@memoised
+def modelled_op_costs(trace: Trace) -> Mapping[int, OpCost]:
+    """:func:`modelled_costs` of the ``cpu_op`` rows of *trace*, memoised (read-only)."""
+    return MappingProxyType(modelled_costs(trace.host, cpu_op_rows(trace.host)))
+
+
+def _sweep_parents(trace: Trace, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """Innermost enclosing CPU op (host row position, -1 none) of every op (*ops*: the
+    ``cpu_op`` rows, :func:`cpu_op_parents`) and launch row, as an array over the host rows (-1
+    for the other rows); a launch on the call stack of its thread as an op is."""
+    host = trace.host
     h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
     start = host["start_ns"].to_numpy()
     end = host["end_ns"].to_numpy()
-    groups = (h_pid[ops], h_tid[ops])
-    op_parent = enclosing_parents(start[ops], end[ops], groups)
-    launch_parent = innermost_range(
-        start[ops], end[ops], groups, start[launches], (h_pid[launches], h_tid[launches])
-    )
-    parent = np.full(len(host), -1, dtype=np.int64)
-    for rows, pos in ((ops, op_parent), (launches, launch_parent)):
-        parent[rows] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    at, on = (h_pid[ops], h_tid[ops]), (h_pid[launches], h_tid[launches])
+    launch_parent = innermost_range(start[ops], end[ops], at, start[launches], on)
+    parent = cpu_op_parents(trace).copy()
+    parent[launches] = np.where(launch_parent >= 0, ops[np.maximum(launch_parent, 0)], -1)
     return parent
 
 
@@ -177,16 +204,16 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     gpu_time = gpu_work_time_ns(trace)
     if host.empty or gpu.empty:
         return _empty(cols, gpu_time)
-    ops = np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
+    ops = cpu_op_rows(host)
     launches = np.flatnonzero(launch_mask(host))
     if len(ops) == 0 or len(launches) == 0:
         return _empty(cols, gpu_time)
 
-    costs = modelled_costs(host, ops)
+    costs = modelled_op_costs(trace)
     if not costs:
         return _empty(cols, gpu_time)
 
-    parent = _sweep_parents(host, ops, launches)
+    parent = _sweep_parents(trace, ops, launches)
     start = host["start_ns"].to_numpy()
     end = host["end_ns"].to_numpy()
     tid = host["tid"].to_numpy()

@@ -38,8 +38,13 @@ import pandas as pd
 
 from analyzers import intervals
 from analyzers.op_models import TF32_KERNEL
-from analyzers.op_models.attribution import modelled_costs, name_codes, outermost_modelled
-from collectors.linking import enclosing_parents
+from analyzers.op_models.attribution import (
+    cpu_op_parents,
+    cpu_op_rows,
+    modelled_op_costs,
+    name_codes,
+    outermost_modelled,
+)
 
 if TYPE_CHECKING:
     from analyzers.op_models.args import OpCost
@@ -70,20 +75,18 @@ MFU_COLUMNS = (
 _TF32_RX = re.compile(TF32_KERNEL)
 
 
-def _modelled_tops(host: pd.DataFrame) -> tuple[np.ndarray, dict[int, OpCost], np.ndarray]:
-    """Per host row: for ``cpu_op`` rows, the outermost modelled op among the row and its
-    ancestors (-1: none; every other row -1); the cost of every modelled op; whether the row is
-    an op inside a recomputation op (:data:`RECOMPUTE_RE` on its name or an ancestor's)."""
+def _modelled_tops(trace: Trace) -> tuple[np.ndarray, Mapping[int, OpCost], np.ndarray]:
+    """Per host row of *trace*: for ``cpu_op`` rows, the outermost modelled op among the row
+    and its ancestors (-1: none; every other row -1); the cost of every modelled op; whether
+    the row is an op inside a recomputation op (:data:`RECOMPUTE_RE` on its name or an
+    ancestor's).  The op rows' costs and parents are the roofline's (memoised)."""
+    host = trace.host
     n = len(host)
-    cat = host["cat"].astype(object).to_numpy()
-    ops = np.flatnonzero(cat == "cpu_op")
+    ops = cpu_op_rows(host)
     if not len(ops):
         return np.full(n, -1, np.int64), {}, np.zeros(n, bool)
-    costs = modelled_costs(host, ops)
-    start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
-    pos = enclosing_parents(start, end, (host["pid"].to_numpy()[ops], host["tid"].to_numpy()[ops]))
-    parent = np.full(n, -1, np.int64)
-    parent[ops] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    costs = modelled_op_costs(trace)
+    parent = cpu_op_parents(trace)
     modelled = np.zeros(n, bool)
     modelled[np.fromiter(costs, np.int64, len(costs))] = True
     top = np.full(n, -1, np.int64)
@@ -112,11 +115,11 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
     recomputed = np.zeros(n, dtype=bool)
     src = kops["capture"].to_numpy()
     op_row = kops["op_row"].to_numpy()
-    for s, host in enumerate((trace.host, *(c.host for c in captures)), start=-1):
+    for s, t in enumerate((trace, *captures), start=-1):
         sel = np.flatnonzero((src == s) & (op_row >= 0))
         if not len(sel):
             continue
-        top, costs, inside = _modelled_tops(host)
+        top, costs, inside = _modelled_tops(t)
         owner[sel] = top[op_row[sel]]
         recomputed[sel] = inside[op_row[sel]]
         cost_of.update({(s, r): c for r, c in costs.items()})

@@ -46,9 +46,9 @@ def _loop(host):
     return {k: v for k, v in top.items() if v >= 0}, costs, inside
 
 
-def _check(host) -> tuple[dict, dict, set]:
-    top, costs, inside = _modelled_tops(host)
-    want_top, want_costs, want_inside = _loop(host)
+def _check(trace) -> tuple[dict, dict, set]:
+    top, costs, inside = _modelled_tops(trace)
+    want_top, want_costs, want_inside = _loop(trace.host)
     assert want_costs  # the case has modelled ops
     assert {i: int(t) for i, t in enumerate(top.tolist()) if t >= 0} == want_top
     assert costs == want_costs
@@ -68,10 +68,10 @@ def test_nested_modelled_ops_and_a_recomputation_region() -> None:
         Op("aten::linear", 50, 60, lin, bf16),
         Op("aten::linear", 50, 60, lin, bf16),  # the same interval twice: nested by row
     ]
-    top, _, inside = _check(serving_trace(host, []).host)
+    top, _, inside = _check(serving_trace(host, []))
     assert len(inside) == 4 and len(set(top.values())) == 3  # linear owns addmm; two alike
 
 
 @pytest.mark.parametrize("name", sorted(SERVING))
 def test_real_serving_traces(name: str) -> None:
-    _check(read_kineto(inference(SERVING[name])).host)
+    _check(read_kineto(inference(SERVING[name])))
