@@ -43,11 +43,11 @@ from analyzers.idle import (
     gpu_idle_gaps,
     host_activity_intervals,
     launch_threads,
-    window_gpu,
 )
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
+from analyzers.window import gpu_events
 from collectors.model import LAUNCH_CATS, Trace, names_matching
 
 HOST_BOUND = "host-bound"
@@ -285,7 +285,7 @@ def rank_verdict(
         acts = {a: int(sum(d[a] for d in steps["host_wait_by_activity"])) for a in CPU_ACTIVITIES}
         basis = "steps"
     else:
-        g = window_gpu(trace, options)
+        g = gpu_events(trace, options)
         wait = _host_wait(trace, options)
         dur = 0 if g.empty else int(g["end_ns"].max() - g["start_ns"].min())
         hw = iv.total(wait)
@@ -294,7 +294,7 @@ def rank_verdict(
         basis = "gpu span"
     hs = hw / dur if dur > 0 else 0.0
     cs = ec / dur if dur > 0 else 0.0
-    has_gpu = not window_gpu(trace, options).empty
+    has_gpu = not gpu_events(trace, options).empty
     v = verdict(hs, cs, host_threshold, comm_threshold) if dur > 0 and has_gpu else None
     if _is_capture(trace, options):
         v, basis = None, "capture trace"

@@ -35,6 +35,7 @@ import pandas as pd
 from analyzers import intervals as iv
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
+from analyzers.window import gpu_events
 from collectors.arrays import sorted_unique
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace, names_matching
@@ -125,13 +126,6 @@ class IdleResult:
 # --------------------------------------------------------------------------- helpers
 
 
-def window_gpu(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
-    """The window's GPU events (stream ≠ −1), via the foundation's window filter."""
-    from analyzers.window import gpu_events
-
-    return gpu_events(trace, options)  # stream -1 already left out
-
-
 @TraceMemo
 def launch_start_by_correlation(trace: Trace) -> pd.Series:
     """Start (ns) of the launching call of each correlation id (index: correlation;
@@ -180,7 +174,7 @@ def stream_idle_intervals(trace: Trace, options: AnalysisOptions | None = None) 
     launch_ns (start of the launching host call, -1 unknown), category.
     """
     options = options or AnalysisOptions()
-    g = window_gpu(trace, options)
+    g = gpu_events(trace, options)
     g = g[g["kind"].isin(GPU_WORK_KINDS)]
     cols = ["stream", "start_ns", "prev_end_ns", "idle_ns", "launch_ns", "category"]
     if g.empty:
@@ -279,7 +273,7 @@ def gpu_idle_gaps(trace: Trace, options: AnalysisOptions | None = None) -> pd.Da
     than ``options.consecutive_kernel_delay_ns``; else ``other``.
     """
     options = options or AnalysisOptions()
-    return classify_gaps(trace, window_gpu(trace, options), options)
+    return classify_gaps(trace, gpu_events(trace, options), options)
 
 
 def classify_gaps(trace: Trace, g: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
@@ -376,7 +370,7 @@ def attribute_idle(idle: iv.Intervals, activity: dict[str, iv.Intervals]) -> dic
 def gpu_idle(trace: Trace, options: AnalysisOptions | None = None) -> GpuIdle:
     """GPU-wide idle time, its gap categories and its CPU-activity attribution."""
     options = options or AnalysisOptions()
-    g = window_gpu(trace, options)
+    g = gpu_events(trace, options)
     gaps = gpu_idle_gaps(trace, options)
     zero_cause = {c: 0 for c in IDLE_CATEGORIES}
     zero_act = {c: 0 for c in CPU_ACTIVITIES}
@@ -398,7 +392,7 @@ def idle_analysis(trace: Trace, options: AnalysisOptions | None = None) -> IdleR
     """Both idle views for one rank, with notes for what the trace cannot support."""
     options = options or AnalysisOptions()
     notes = list(trace_notes(trace))
-    extra = unlaunched_note(trace, window_gpu(trace, options)) if not notes else None
+    extra = unlaunched_note(trace, gpu_events(trace, options)) if not notes else None
     if extra:
         notes.append(extra)
     return IdleResult(stream_idle_breakdown(trace, options), gpu_idle(trace, options), tuple(notes))
