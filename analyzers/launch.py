@@ -34,7 +34,6 @@ times).  gpuscope adds the time-weighted mean over the stream's first to last ch
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,8 +46,9 @@ from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
 from collectors.arrays import sorted_unique
+from collectors.kinds import strip_api_version
 from collectors.linking import launching_calls
-from collectors.model import GPU_WORK_KINDS, Trace, str_array
+from collectors.model import GPU_WORK_KINDS, Trace, names_matching, str_array
 
 HTA_LAUNCH_NAMES = (
     "cudaLaunchKernel",
@@ -79,7 +79,6 @@ RUNTIME_CUTOFF_NS = 50_000
 LAUNCH_DELAY_CUTOFF_NS = 100_000
 """HTA's ``launch_delay_cutoff`` (100 µs): a longer launch delay is a delay outlier."""
 
-_VERSION_SUFFIX = re.compile(r"_v\d+$")
 _HOST_COLS = ["name", "cat", "start_ns", "end_ns", "correlation"]
 _GPU_COLS = ["name", "kind", "stream", "start_ns", "end_ns", "correlation"]
 
@@ -104,13 +103,9 @@ LAUNCH_COLUMNS = (
 
 def _api_name_in(col: pd.Series, names: Sequence[str]) -> np.ndarray:
     """Rows whose host call name, without nsys' ``_v<N>`` version suffix
-    (``cudaLaunchKernel_v7000``), is one of *names* (looked at once per category)."""
-    if not isinstance(col.dtype, pd.CategoricalDtype):
-        stripped = col.astype(str).str.replace(_VERSION_SUFFIX, "", regex=True)
-        return stripped.isin(names).to_numpy()
+    (``cudaLaunchKernel_v7000``), is one of *names* (looked at once per distinct name)."""
     wanted = set(names)
-    hits = [_VERSION_SUFFIX.sub("", str(c)) in wanted for c in col.cat.categories]
-    return np.asarray([*hits, False], dtype=bool)[col.cat.codes.to_numpy()]
+    return names_matching(col, lambda n: strip_api_version(n) in wanted)
 
 
 def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarray:

@@ -10,21 +10,14 @@ Python string per row.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from collectors.arrays import sorted_unique
+from collectors.kinds import strip_api_version
 from collectors.nsys.schema import NsysDb
-
-_API_VERSION_SUFFIX = re.compile(r"_v\d+$")
-
-
-def strip_api_version(name: str) -> str:
-    """``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel`` (nsys appends the API version)."""
-    return _API_VERSION_SUFFIX.sub("", name)
 
 
 def lookup(db: NsysDb, ids: np.ndarray) -> dict[int, str]:
