@@ -4,9 +4,9 @@
 from ``topological_generations``, first maximal predecessor in insertion order, first maximal
 node in topological order), so that ties resolve as in HTA.  :func:`replay` is the simulator's
 max-plus pass: every node's time is the latest of its predecessors' times plus the edge delay
-(one-in-edge chains compressed); :func:`settled` gives its result without a pass when the
-given times already solve it (the measured graph); :func:`forward_order` and :func:`in_edges`
-are the order and the in-edge lists it runs on.
+(one-in-edge chains compressed: :func:`chain_roots`); :func:`settled` gives its result without a
+pass when the given times already solve it (the measured graph); :func:`forward_order` and
+:func:`in_edges` are the order and the in-edge lists it runs on.
 """
 
 from __future__ import annotations
@@ -174,10 +174,10 @@ def replay(
 
     Chains are compressed: a node with one in-edge and no anchor (most nodes: a host op's
     boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
-    root's time plus the sum of the delays from that root (pointer jumping, log₂ of the chain
-    length numpy passes), and the pass in topological order visits only the other nodes, their
-    in-edges taken from the roots of their sources (:func:`chain_roots`, which cuts the
-    chains into runs along *chains*, a permutation of the nodes; default *topo*)."""
+    root's time plus the sum of the delays from that root (:func:`chain_roots`, which cuts the
+    chains into runs along *chains*, a permutation of the nodes, default *topo*), and the pass
+    in topological order visits only the other nodes, their in-edges taken from the roots of
+    their sources."""
     ptr, edges, first = pred
     src = np.asarray(src, np.int64)
     delay = np.asarray(delay, np.int64)

@@ -67,9 +67,10 @@ def modelled_op_costs(trace: Trace) -> Mapping[int, OpCost]:
 
 
 def _sweep_parents(trace: Trace, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
-    """Innermost enclosing CPU op (host row position, -1 none) of every op (*ops*: the
-    ``cpu_op`` rows, :func:`cpu_op_parents`) and launch row, as an array over the host rows (-1
-    for the other rows); a launch on the call stack of its thread as an op is."""
+    """Innermost enclosing CPU op (host row position, -1 none) of every op and launch row, as
+    an array over the host rows (-1 for the other rows): the ops' from :func:`cpu_op_parents`
+    (*ops*: the ``cpu_op`` rows), each launch's the innermost op running at its start on its
+    thread."""
     host = trace.host
     h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
     start = host["start_ns"].to_numpy()
