@@ -8,6 +8,7 @@ every table takes from one chunk's activity rows.  numpy only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from decimal import Decimal
 from operator import attrgetter, itemgetter
@@ -18,6 +19,11 @@ from numpy.typing import NDArray
 
 from collectors.kineto.decode import I_TYPES, CEvent, XEvent
 from collectors.limits import TIME_LIMIT_NS
+
+COPY_KIND_RE = re.compile(r"^(?:hip)?Memcpy\s*(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|AtoH|HtoA|AtoA)")
+"""The memcpy direction in a copy's name (``Memcpy HtoD (Pinned -> Device)`` → ``HtoD``)."""
+COPY_KINDS = frozenset({"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD", "AtoH", "HtoA"})
+"""Directions taken from ``args.kind`` (ROCm writes ``"HtoD"`` there) when the name has none."""
 
 EXACT_FLOAT_LIMIT_US = 2.0**43
 """Below this magnitude a double resolves 2**-10 µs, so a decimal with at most 3 decimals is
@@ -339,7 +345,8 @@ def counter_rows(others: list[Any]) -> tuple[CounterRows, CounterRows]:
 
     A ``C`` event yields one row per numeric ``args`` entry, named after the event when it
     has one entry and ``"<event>.<key>"`` otherwise (device -1).  A ``[memory]`` event yields
-    ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU).
+    ``Total Allocated`` and ``Total Reserved`` rows on its ``Device Id`` (-1 = CPU, or an id
+    that is not an int64).
 
     Returns:
         The counter rows and the ``[memory]`` rows.
@@ -364,7 +371,8 @@ def counter_rows(others: list[Any]) -> tuple[CounterRows, CounterRows]:
         if e.__class__ not in I_TYPES or e.name != "[memory]":
             continue
         m = e.args
-        dev = m.device_id if m.device_id.__class__ is int else -1
+        dev = m.device_id
+        dev = dev if dev.__class__ is int and _INT64_MIN <= dev < 2**63 else -1
         for label, v in (
             ("Total Allocated", m.total_allocated),
             ("Total Reserved", m.total_reserved),
@@ -375,6 +383,9 @@ def counter_rows(others: list[Any]) -> tuple[CounterRows, CounterRows]:
                 values.append(float(v))
                 devices.append(dev)
     return counters, (names, at, values, devices)
+
+
+_INT64_MIN = -(2**63)
 
 
 def _finite(v: Any) -> bool:

@@ -9,10 +9,13 @@ below it (``tests/collectors/test_kineto_pipeline.py`` checks every call)::
       or rows.read_rows(path)                       rows.py: each chunk's events → numpy columns
            stream.stream_chunks(path)               stream.py: cut at event boundaries, decode
                 source.text_pieces(path)            source.py: the text, gunzipped
-                decode.EVENTS.decode(text)          decode.py: typed msgspec Structs
+                native.scan(text)                   native.py + _scan.c: columns in one C pass
+                decode.EVENTS.decode(text)          decode.py: typed msgspec Structs (the chunks
+                                                    the native scanner declines)
       tables.build_trace(rows, rank)                tables.py: the tables and the metadata
 
-(:mod:`collectors.kineto.columns` holds the rows stage's value conversions.)  The mapping from
+(:mod:`collectors.kineto.columns` holds the rows stage's value conversions, and
+:mod:`collectors.kineto.native_rows` its rows of natively scanned chunks.)  The mapping from
 events to tables is documented in ``docs/kineto-reader.md``.
 """
 

@@ -13,7 +13,6 @@ and metadata, keyed by the chunk's index, so that a parallel read
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
@@ -27,6 +26,8 @@ import numpy as np
 from collectors.errors import InputError
 from collectors.kinds import GPU_KINDS, LAUNCH_CATS
 from collectors.kineto.columns import (
+    COPY_KIND_RE,
+    COPY_KINDS,
     EMPTY_INTS,
     NAME_NOT_TEXT,
     NEGATIVE_DUR,
@@ -47,6 +48,8 @@ from collectors.kineto.columns import (
     us_to_ns,
 )
 from collectors.kineto.decode import I_TYPES, CEvent, KinetoFile, MEvent, XEvent
+from collectors.kineto.native import NativeChunk
+from collectors.kineto.native_rows import add_native
 from collectors.kineto.stream import (
     META_NAMES,
     Chunk,
@@ -85,9 +88,6 @@ GPU_KIND_BY_CAT = {
 }
 """``gpu.kind`` by Kineto category; any other category with a stream is ``other``.  The
 ``kind`` column of a part holds indices into :data:`collectors.model.GPU_KINDS`."""
-
-COPY_KIND_RE = re.compile(r"^(?:hip)?Memcpy\s*(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|AtoH|HtoA|AtoA)")
-COPY_KINDS = frozenset({"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD", "AtoH", "HtoA"})
 
 
 def _devices(args: list[Any], rows: list[Any]) -> list[Any]:
@@ -158,8 +158,11 @@ class Rows:
 
     # -- per chunk
 
-    def add(self, chunk: Chunk, index: int) -> None:
+    def add(self, chunk: Chunk | NativeChunk, index: int) -> None:
         """Add the rows of chunk number *index* (activity rows, counters, metadata)."""
+        if isinstance(chunk, NativeChunk):
+            add_native(self, chunk, index)
+            return
         self.index = index
         self.chunks += 1
         self.event_counts[index] = len(chunk.events)
@@ -632,7 +635,7 @@ def read_chunks(
         raise Fallback from None
 
 
-def _collect(chunks: Iterator[Chunk | None], rows: Rows) -> Rows:
+def _collect(chunks: Iterator[Chunk | NativeChunk | None], rows: Rows) -> Rows:
     """*rows* with every decoded chunk of *chunks* added (None: a chunk another process has)."""
     for index, chunk in enumerate(chunks):
         if chunk is not None:

@@ -60,6 +60,8 @@ from collectors.kineto.decode import (
     exact_times,
     merge_top,
 )
+from collectors.kineto.native import NativeChunk
+from collectors.kineto.native import scan as native_scan
 from collectors.kineto.source import Fallback, read_bytes, text_pieces
 
 CHUNK_BYTES = 2 << 20
@@ -273,7 +275,7 @@ class ChunkClaims:
 
 def stream_chunks(
     path: Path, *, owned: Callable[[int], bool] | None = None, ends: list[int] | None = None
-) -> Iterator[Chunk | None]:
+) -> Iterator[Chunk | NativeChunk | None]:
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
     With *owned* (a parallel read, :mod:`collectors.kineto.parallel`), only the chunks whose
@@ -318,7 +320,7 @@ def stream_chunks(
         if not cuts:  # one huge event: wait for twice as much text (linear copying)
             pending, searched, wanted = [text], len(text), 2 * size
             continue
-        chunk: Chunk | None = None
+        chunk: Chunk | NativeChunk | None = None
         if owned is None or owned(index):
             chunk, cut = _chunk_before(text, cuts, path)
         else:
@@ -342,9 +344,23 @@ def stream_chunks(
     if owned is not None and not owned(index):
         yield None
         return
-    last = _chunk(b'{"traceEvents":[' + rest, path, tail=True)
+    last = _native_tail(rest) or _chunk(b'{"traceEvents":[' + rest, path, tail=True)
     last.top = merge_top(top, last.top)
     yield last
+
+
+def _native_tail(rest: bytes) -> NativeChunk | None:
+    """The last chunk (*rest*: its events, the array's ``]`` and the keys after it) read by the
+    native scanner, with the top-level keys after the array decoded by msgspec; None where
+    either declines (the msgspec path then reads it whole)."""
+    native = native_scan(rest, 0, len(rest), tail=True)
+    if native is None:
+        return None
+    try:
+        native.top = TAIL.decode(b'{"traceEvents":[]' + rest[native.end :])
+    except msgspec.DecodeError:
+        return None
+    return native
 
 
 def _cuts(text: bytes, start: int) -> list[re.Match[bytes]]:
@@ -352,13 +368,20 @@ def _cuts(text: bytes, start: int) -> list[re.Match[bytes]]:
     return list(_CUT.finditer(text, max(0, start)))[: -_CUT_TRIES - 1 : -1]
 
 
-def _chunk_before(text: bytes, cuts: list[re.Match[bytes]], path: Path) -> tuple[Chunk, Any]:
-    """The chunk of *text* up to the first of *cuts* that is an event boundary, and that cut.
+def _chunk_before(
+    text: bytes, cuts: list[re.Match[bytes]], path: Path
+) -> tuple[Chunk | NativeChunk, Any]:
+    """The chunk of *text* up to the first of *cuts* that is an event boundary, and that cut:
+    read by the native scanner (:mod:`collectors.kineto.native`), else, where it declines, by
+    msgspec (which also tells a cut that is no event boundary: its text does not decode).
 
     Raises:
         Fallback: none is (or the text is malformed).
     """
     for cut in cuts:
+        native = native_scan(text, 0, cut.start() + 1)
+        if native is not None:
+            return native, cut
         try:
             return _chunk(b"".join((b"[", memoryview(text)[: cut.start() + 1], b"]")), path), cut
         except _BadCut:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import collectors.kineto
+import collectors.kineto.native
 import collectors.nsys
 from collectors.errors import InputError
 from collectors.kineto import read_kineto
@@ -23,10 +24,13 @@ KINETO = Path(collectors.kineto.__file__).parent
 KINETO_CALLS_DOWN = {
     "reader": {"parallel", "rows", "tables"},
     "parallel": {"rows"},
-    "rows": {"stream", "columns"},
-    "stream": {"source", "decode"},
+    "rows": {"stream", "columns", "native"},
+    "stream": {"source", "decode", "native"},
 }
 """Which stage modules each Kineto stage may call (a module's calls to itself are not listed)."""
+KINETO_STAGE_OF = {"native_rows": "rows"}
+"""Modules that are part of another stage: the rows of natively scanned chunks
+(``native_rows``) are built by the rows stage, in a module of its own."""
 
 NSYS = Path(collectors.nsys.__file__).parent
 NSYS_CALLS_DOWN = {
@@ -51,7 +55,7 @@ def _calls_between_stages(read: Any, package: Path = KINETO) -> set[tuple[str, s
         if frame is None:
             return None
         path = Path(frame.f_code.co_filename)
-        return path.stem if path.parent == package else None
+        return KINETO_STAGE_OF.get(path.stem, path.stem) if path.parent == package else None
 
     def hook(frame: FrameType, event: str, arg: object) -> None:
         if event != "call":
@@ -78,16 +82,25 @@ def _upward(
     ("trace", "path_taken"),
     [
         ("trace_filter/sampled_rank-0.json.gz", "typed chunks"),
+        ("trace_filter/sampled_rank-0.json.gz", "native chunks"),
         ("nccl_parser_config/nccl_data.json.gz", "collective metadata"),
         ("ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", "exact times"),
     ],
 )
-def test_a_serial_read_calls_only_down_the_stages(trace: str, path_taken: str) -> None:
+def test_a_serial_read_calls_only_down_the_stages(
+    trace: str, path_taken: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = shared_path("kineto", "hta", *trace.split("/"))
+    native = path_taken == "native chunks"
+    monkeypatch.setenv("GPUSCOPE_NATIVE_SCAN", "1" if native else "0")
+    if native and not collectors.kineto.native.available():
+        pytest.skip("the native scanner is not built")
     calls = _calls_between_stages(lambda: read_kineto(path, parallel=False))
     assert _upward(calls) == [], path_taken
     stages = {c[1] for c in calls}
     assert {"rows", "stream", "source", "decode", "tables"} <= stages  # the whole pipeline ran
+    # the events as Structs (picked per row) on the msgspec path, never on the native one
+    assert (("rows", "columns", "pick") in calls) != native
     if path_taken == "exact times":
         assert ("rows", "stream", "exact_values") in calls
     if path_taken == "collective metadata":

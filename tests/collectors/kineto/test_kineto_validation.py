@@ -243,3 +243,18 @@ def test_a_trace_of_counters_only_is_read_without_an_internal_error(tmp_path: Pa
     res, summary, _ = _analyze(tmp_path, counters)
     assert res.rc == 0 and len(summary["ranks"]) == 1
     assert read_kineto(tmp_path / "t.json").host.empty
+
+
+def test_a_memory_sample_on_a_device_id_beyond_int64_is_on_an_unknown_device(
+    tmp_path: Path,
+) -> None:
+    # found by tests/collectors/kineto/test_kineto_native.py: the id reached an int64 column
+    # and the reader crashed (OverflowError) instead of reading the sample
+    memory = [
+        {"ph": "i", "name": "[memory]", "ts": t, "args": {"Total Allocated": 5, "Device Id": d}}
+        for t, d in ((10, 2**63), (11, 3), (12, -(2**63) - 1))
+    ]
+    p = write_trace(tmp_path / "t.json", [*_events(), *memory])
+    c = read_kineto(p).counters
+    assert c["device"].tolist() == [-1, 3, -1]
+    assert c["value"].tolist() == [5.0, 5.0, 5.0]
