@@ -52,7 +52,8 @@ typedef struct {
     const unsigned char *end;
     const unsigned char *base;
     int depth;
-    int markers; /* occurrences of a collective marker key's text (comm_markers) */
+    int count_markers; /* while reading an X event's args */
+    int markers;       /* occurrences of a collective marker key's text (comm_markers) */
 } P;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -97,6 +98,7 @@ typedef struct {
     uint64_t *hashes;
     size_t cap;     /* slots */
     size_t n;
+    int32_t last;   /* id of the last string looked up + 1 (0: none): runs of one string */
 } Intern;
 
 static inline uint64_t load64(const unsigned char *p) {
@@ -144,8 +146,20 @@ static int intern_grow(Intern *t) {
     return 0;
 }
 
+static int32_t intern_lookup(Intern *t, const unsigned char *p, size_t n);
+
 /* id of the bytes p[0..n), added when new; -1 on memory error */
 static int32_t intern(Intern *t, const unsigned char *p, size_t n) {
+    if (t->last) {
+        const size_t *o = (const size_t *)t->offsets.data + 2 * (t->last - 1);
+        if (o[1] == n && memcmp(t->arena.data + o[0], p, n) == 0) return t->last - 1;
+    }
+    int32_t id = intern_lookup(t, p, n);
+    t->last = id + 1;
+    return id;
+}
+
+static int32_t intern_lookup(Intern *t, const unsigned char *p, size_t n) {
     if ((t->n + 1) * 2 > t->cap && intern_grow(t)) return -1;
     uint64_t h = hash_bytes(p, n);
     size_t j = h & (t->cap - 1);
@@ -259,15 +273,19 @@ static int hex4(const unsigned char *s, uint32_t *out) {
  * it occurs anywhere in the row's ``args`` text (decode.comm_args searches that text).  Inside
  * a string token that text is either the whole token or, after an escaped quote, its end (a
  * quote inside a string is always escaped, so the marker's closing quote is the token's). */
-static const char *MARKERS[] = {"Collective name", "Comms Id", "In msg nelems",
-                                "Process Group Name", "Process Group ID"};
+#define WORD(w) {w, sizeof(w) - 1}
+static const struct {
+    const char *s;
+    size_t n;
+} MARKERS[] = {WORD("Collective name"), WORD("Comms Id"), WORD("In msg nelems"),
+               WORD("Process Group Name"), WORD("Process Group ID")};
 
 static int comm_markers(const unsigned char *s, size_t n) {
     unsigned char last = s[n - 1];
     if (last != 'e' && last != 'd' && last != 's' && last != 'D') return 0;
     for (int i = 0; i < 5; i++) {
-        size_t m = strlen(MARKERS[i]);
-        if (n < m || memcmp(s + n - m, MARKERS[i], m) != 0) continue;
+        size_t m = MARKERS[i].n;
+        if (n < m || memcmp(s + n - m, MARKERS[i].s, m) != 0) continue;
         if (n == m || s[n - m - 1] == '"') return 1;
     }
     return 0;
@@ -281,17 +299,23 @@ static int string(P *p, const unsigned char **start, size_t *len, int *escaped) 
     int esc = 0;
     *start = s;
     for (;;) {
-        /* eight bytes at a time while none is a quote, a backslash, a control or non-ASCII byte */
+        /* eight bytes at a time up to the first quote, backslash, control or non-ASCII byte (the
+         * lowest flagged byte is always a true one: borrows only flag the bytes above it) */
         while (end - s >= 8) {
             uint64_t w = load64(s);
             uint64_t quote = w ^ 0x2222222222222222ULL, slash = w ^ 0x5C5C5C5C5C5C5C5CULL;
-            uint64_t hit = ((quote - 0x0101010101010101ULL) & ~quote) |
-                           ((slash - 0x0101010101010101ULL) & ~slash) |
-                           (w - 0x2020202020202020ULL) | w;
-            if (hit & 0x8080808080808080ULL) break;
+            uint64_t hit = (((quote - 0x0101010101010101ULL) & ~quote) |
+                            ((slash - 0x0101010101010101ULL) & ~slash) |
+                            (w - 0x2020202020202020ULL) | w) &
+                           0x8080808080808080ULL;
+            if (hit) {
+                s += __builtin_ctzll(hit) >> 3;
+                goto found;
+            }
             s += 8;
         }
         while (s < end && *s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) s++;
+    found:
         if (s >= end) return -1;
         unsigned char c = *s;
         if (c == '"') break;
@@ -328,7 +352,7 @@ static int string(P *p, const unsigned char **start, size_t *len, int *escaped) 
     *len = (size_t)(s - *start);
     *escaped = esc;
     p->s = s + 1;
-    if (*len >= 8) p->markers += comm_markers(*start, *len);
+    if (p->count_markers && *len >= 8) p->markers += comm_markers(*start, *len);
     return 0;
 }
 
@@ -396,6 +420,8 @@ typedef struct {
     int neg;
     int overflow;        /* integer beyond int64 */
     int64_t ival;        /* the integer (is_int and !overflow) */
+    uint64_t mant;       /* the significant digits of integer and fraction parts, as an integer */
+    int sig;             /* how many (from the first non-zero digit); > 19: mant is not exact */
     const unsigned char *start, *end;
     const unsigned char *int_digits; /* first digit of the integer part */
     int n_int;
@@ -405,10 +431,12 @@ typedef struct {
     int exp;             /* the exponent's value (clamped) */
 } Num;
 
-/* A number at p->s, validated against JSON's grammar. */
+/* A number at p->s, validated against JSON's grammar; its digits accumulated on the way. */
 static int number(P *p, Num *n) {
     const unsigned char *s = p->s, *end = p->end;
-    n->neg = n->overflow = n->ival = n->n_frac = n->has_exp = n->exp = 0;
+    uint64_t m = 0;
+    int sig = 0;
+    n->neg = n->has_exp = n->exp = n->n_frac = 0;
     n->frac_digits = NULL;
     n->start = s;
     if (s < end && *s == '-') {
@@ -420,14 +448,22 @@ static int number(P *p, Num *n) {
     if (*s == '0') {
         s++;
     } else {
-        while (s < end && *s >= '0' && *s <= '9') s++;
+        while (s < end && *s >= '0' && *s <= '9') {
+            if (++sig <= 19) m = m * 10 + (unsigned)(*s - '0');
+            s++;
+        }
     }
     n->n_int = (int)(s - n->int_digits);
     n->is_int = 1;
     if (s < end && *s == '.') {
         s++;
         n->frac_digits = s;
-        while (s < end && *s >= '0' && *s <= '9') s++;
+        while (s < end && *s >= '0' && *s <= '9') {
+            if (sig || *s != '0') {
+                if (++sig <= 19) m = m * 10 + (unsigned)(*s - '0');
+            }
+            s++;
+        }
         n->n_frac = (int)(s - n->frac_digits);
         if (!n->n_frac) return -1;
         n->is_int = 0;
@@ -448,17 +484,16 @@ static int number(P *p, Num *n) {
         n->is_int = 0;
     }
     n->end = s;
+    n->mant = m;
+    n->sig = sig;
     if (n->is_int) {
-        uint64_t v = 0;
-        int over = n->n_int > 19;
-        for (int i = 0; i < n->n_int && !over; i++) {
-            unsigned d = n->int_digits[i] - '0';
-            if (v > (UINT64_MAX - d) / 10) over = 1;
-            else v = v * 10 + d;
-        }
-        if (!over && (n->neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)) over = 1;
+        /* the integer part has sig digits (no leading zero but "0" itself) */
+        int over = sig > 19 || (n->neg ? m > (uint64_t)INT64_MAX + 1 : m > (uint64_t)INT64_MAX);
         n->overflow = over;
-        if (!over) n->ival = n->neg ? (int64_t)(0 - v) : (int64_t)v;
+        n->ival = over ? 0 : n->neg ? (int64_t)(0 - m) : (int64_t)m;
+    } else {
+        n->overflow = 0;
+        n->ival = 0;
     }
     p->s = s;
     return 0;
@@ -476,18 +511,10 @@ static int to_double(const Num *n, double *out) {
         *out = (double)n->ival;
         return 0;
     }
-    /* significant digits of the integer and fraction parts, leading zeros dropped */
-    uint64_t m = 0;
-    int digits = 0, total = n->n_int + n->n_frac;
-    for (int i = 0; i < total; i++) {
-        unsigned d = (i < n->n_int ? n->int_digits[i] : n->frac_digits[i - n->n_int]) - '0';
-        if (!digits && !d) continue;
-        if (++digits > 19) break;
-        m = m * 10 + d;
-    }
+    /* the value is mant * 10**e10 when every significant digit is in mant */
     int e10 = (n->has_exp ? n->exp : 0) - n->n_frac;
-    if (digits <= 19 && m < (1ULL << 53) && e10 >= -22 && e10 <= 22) {
-        double v = (double)m;
+    if (n->sig <= 19 && n->mant < (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        double v = (double)n->mant;
         v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
         *out = n->neg ? -v : v;
         return 0;
@@ -890,7 +917,10 @@ static int triple(P *p, int64_t out[3]) {
 /* the args of an X event into *r (defaults first: a later args key replaces an earlier one,
  * and so do the collective records of the row being built) */
 static int x_args(Scan *sc, P *p, Row *r) {
+    p->count_markers = 1;
+    p->markers = 0;
     int rc = x_args_fields(sc, p, r);
+    p->count_markers = 0;
     r->comm_hit = p->markers > 0;
     return rc;
 }
@@ -898,7 +928,6 @@ static int x_args(Scan *sc, P *p, Row *r) {
 static int x_args_fields(Scan *sc, P *p, Row *r) {
     row_defaults(r);
     trim_comms(sc);
-    p->markers = 0;
     ws(p);
     if (p->s >= p->end || *p->s != '{') return -1;
     if (++p->depth > MAX_DEPTH) return -1;
@@ -1088,7 +1117,7 @@ static int memory_samples(Scan *sc, const P *p, const Val *ts, const Val *args) 
     Val got[3]; /* Total Allocated, Total Reserved, Device Id */
     got[0].type = got[1].type = got[2].type = V_MISSING;
     if (args->type != V_MISSING) {
-        P q = {args->raw, args->raw + args->raw_len, p->base, p->depth, 0};
+        P q = {args->raw, args->raw + args->raw_len, p->base, p->depth, 0, 0};
         q.s++; /* { (checked by the caller) */
         ws(&q);
         if (q.s < q.end && *q.s == '}') goto samples;
@@ -1203,7 +1232,7 @@ static int event(Scan *sc, P *p) {
         if (args.type == V_MISSING) {
             row_defaults(&r);
         } else if (!args_in_row) { /* args came before ph: parse them now */
-            P q = {args.raw, args.raw + args.raw_len, p->base, p->depth, 0};
+            P q = {args.raw, args.raw + args.raw_len, p->base, p->depth, 0, 0};
             if (x_args(sc, &q, &r)) return -1;
         }
         if (cat.type != V_STR) return 0; /* not an activity row */
@@ -1447,7 +1476,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Scan sc;
     memset(&sc, 0, sizeof sc);
     sc.base = (const unsigned char *)view.buf;
-    P p = {sc.base + start, sc.base + stop, sc.base, 0, 0};
+    P p = {sc.base + start, sc.base + stop, sc.base, 0, 0, 0};
     PyObject *out = NULL;
     int ok = events(&sc, &p, tail) == 0;
     if (ok && !tail) {
