@@ -71,6 +71,9 @@ class Segments:
     detail: np.ndarray
     name: np.ndarray
     """object arrays of str."""
+    key: np.ndarray | None = None
+    """Per segment, an int naming its (cause, detail) pair (equal ints, equal pairs and the
+    reverse), when at hand and no segment is ``late_rank``: :meth:`key_totals` groups by it."""
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -104,6 +107,13 @@ class Segments:
 
         if not len(self):
             return {}
+        if self.key is not None:
+            _, first, inv = np.unique(self.key, return_index=True, return_inverse=True)
+            sums = np.zeros(len(first), np.int64)
+            np.add.at(sums, inv.reshape(-1), self.duration_ns)
+            c, d = self.cause[first].tolist(), self.detail[first].tolist()
+            at = np.argsort(first, kind="stable").tolist()
+            return {(str(c[i]), str(d[i]), -1): int(sums[i]) for i in at}
         rank = np.where(self.cause == "late_rank", self.rank, -1)
         cc, cu = pd.factorize(self.cause)
         dc, du = pd.factorize(self.detail)
@@ -218,9 +228,12 @@ def _segments(
     keep = b > a
     ek, uk, vk = e[keep], u[keep], v[keep]
     rank = np.where(g.node_rank[vk] >= 0, g.node_rank[vk], g.node_rank[uk])
-    cols = [rank, a[keep], b[keep], g.cause[ek], g.detail[ek], g.name[ek]]
+    cc, dc = g.cause_code[ek], g.detail_code[ek]
+    key = cc.astype(np.int64) * len(g.labels) + dc
+    lab = g.labels
+    cols = [rank, a[keep], b[keep], lab[cc], lab[dc], lab[g.name_code[ek]], key]
     if untracked >= 0 and times[untracked] > lo:
-        head = [g.node_rank[untracked], lo, times[untracked], "cpu", "untracked", ""]
+        head = [g.node_rank[untracked], lo, times[untracked], "cpu", "untracked", "", -1]
         cols = [
             np.concatenate([np.asarray([h], c.dtype), c]) for h, c in zip(head, cols, strict=True)
         ]
@@ -231,6 +244,7 @@ def _segments(
         np.asarray(cols[3], dtype=object),
         np.asarray(cols[4], dtype=object),
         np.asarray(cols[5], dtype=object),
+        np.asarray(cols[6], np.int64),
     )
     on_path = set(u[g.kind[e] == KINDS.index("transfer")].tolist())
     return table, int(g.unresolved[e].sum()), on_path

@@ -14,11 +14,13 @@ column when present, else host rows before GPU rows, each in table order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from analyzers.critical_path.sources import optional_gpu_column
 
@@ -66,13 +68,7 @@ class Events:
     tid: np.ndarray
     stream: np.ndarray
     correlation: np.ndarray
-    name: np.ndarray
-    """object array of str."""
-    cat: np.ndarray
-    """object array of str."""
     is_host: np.ndarray
-    row: np.ndarray
-    """Row of the event in its source table (``host`` or ``gpu``)."""
     order: np.ndarray
     gpu_side: np.ndarray
     """HTA's GPU side of the correlation join (module docstring)."""
@@ -82,23 +78,55 @@ class Events:
     wait_on_corr: np.ndarray
     n_host: int
     name_code: np.ndarray
-    """Per event, the position of its name in :attr:`name_set`."""
+    """Per event, the position of its name in :attr:`name_set` (int32)."""
     name_set: np.ndarray
     """The distinct names (object array of str; may repeat a name): per-name work is done
     once per entry here and taken by :attr:`name_code`."""
+    cat_code: np.ndarray
+    """Per event, the position of its category in :attr:`cat_set` (int32)."""
+    cat_set: np.ndarray
+    """The categories (object array of str; may repeat one)."""
+
+    @functools.cached_property
+    def name(self) -> np.ndarray:
+        """Each event's name (object array of str)."""
+        return self.name_set[self.name_code]
+
+    @functools.cached_property
+    def cat(self) -> np.ndarray:
+        """Each event's Kineto category (object array of str; GPU rows by their kind)."""
+        return self.cat_set[self.cat_code]
+
+    def names_of(self, idx: Any) -> Any:
+        """The names of the events at *idx* (positions or one position)."""
+        return self.name_set[self.name_code[idx]]
+
+    @property
+    def row(self) -> np.ndarray:
+        """Row of the event in its source table (``host`` or ``gpu``)."""
+        return np.concatenate([np.arange(self.n_host), np.arange(len(self) - self.n_host)])
 
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.ts
 
+    def name_flags(self, fn: Callable[[str], Any], dtype: Any = bool) -> np.ndarray:
+        """``fn(name)`` per entry of :attr:`name_set` (index it with :attr:`name_code`)."""
+        return np.asarray([fn(u) for u in self.name_set.tolist()], dtype=dtype)
+
     def per_name(self, fn: Callable[[str], Any], dtype: Any = bool) -> np.ndarray:
         """``fn(name)`` of every event, computed once per distinct name."""
-        return np.asarray([fn(u) for u in self.name_set.tolist()], dtype=dtype)[self.name_code]
+        return self.name_flags(fn, dtype)[self.name_code]
 
     def name_in(self, names: Collection[str]) -> np.ndarray:
         """Per event, whether its name is one of *names* (``np.isin(name, names)``)."""
         wanted = frozenset(names)
         return self.per_name(wanted.__contains__)
+
+    def cat_in(self, cats: Collection[str]) -> np.ndarray:
+        """Per event, whether its category is one of *cats* (``np.isin(cat, cats)``)."""
+        wanted = frozenset(cats)
+        return np.asarray([c in wanted for c in self.cat_set.tolist()], bool)[self.cat_code]
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -111,12 +139,17 @@ def _strings(col: Iterable[object], n: int) -> np.ndarray:
 
 
 def _coded(col: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, distinct strings)`` of a string column: missing values are ``""`` (as
-    :func:`_strings`); the strings are made once per distinct value (``Series.factorize``)."""
-    codes, uniques = col.factorize()
+    """``(codes, distinct strings)`` of a string column (int32 codes): missing values are
+    ``""`` (as :func:`_strings`); the strings are made once per category of a categorical
+    column (its own codes), else once per distinct value (``Series.factorize``)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        uniques = col.cat.categories
+    else:
+        codes, uniques = col.factorize()
     u = _strings([*list(uniques), None], len(uniques) + 1)
-    codes = np.asarray(codes, np.int64)
-    return np.where(codes < 0, len(uniques), codes), u
+    codes = np.asarray(codes, np.int32)
+    return np.where(codes < 0, np.int32(len(uniques)), codes), u
 
 
 def build_events(trace: Trace) -> Events:
@@ -129,11 +162,11 @@ def build_events(trace: Trace) -> Events:
     kind = np.array([GPU_CAT_BY_KIND.get(k, "other") for k in k_set.tolist()], dtype=object)
     h_code, h_set = _coded(h["name"])
     g_code, g_set = _coded(g["name"])
-    name_code = np.concatenate([h_code, g_code + len(h_set)])
+    name_code = np.concatenate([h_code, g_code + np.int32(len(h_set))])
     name_set = np.concatenate([h_set, g_set])
-    name = name_set[name_code]
     c_code, c_set = _coded(h["cat"])
-    cat = np.concatenate([c_set[c_code], kind[k_code]])
+    cat_code = np.concatenate([c_code, k_code + np.int32(len(c_set))])
+    cat_set = np.concatenate([c_set, kind])
     stream = np.concatenate([np.full(nh, -1, np.int64), g_stream])
     corr = np.concatenate(
         [h["correlation"].to_numpy(dtype=np.int64), g["correlation"].to_numpy(dtype=np.int64)]
@@ -143,7 +176,6 @@ def build_events(trace: Trace) -> Events:
     pid = np.concatenate([h["pid"].to_numpy(np.int64), g_dev])
     tid = np.concatenate([h["tid"].to_numpy(np.int64), np.where(g_stream >= 0, g_stream, -1)])
     is_host = np.concatenate([np.ones(nh, bool), np.zeros(ng, bool)])
-    row = np.concatenate([np.arange(nh), np.arange(ng)])
     if "event_index" in h.columns and "event_index" in g.columns:
         order = np.concatenate(
             [h["event_index"].to_numpy(np.int64), g["event_index"].to_numpy(np.int64)]
@@ -164,10 +196,7 @@ def build_events(trace: Trace) -> Events:
         tid,
         stream,
         corr,
-        name,
-        cat,
         is_host,
-        row,
         order,
         gpu_side,
         link,
@@ -176,6 +205,8 @@ def build_events(trace: Trace) -> Events:
         nh,
         name_code,
         name_set,
+        cat_code,
+        cat_set,
     )
 
 

@@ -5,11 +5,13 @@ exactly."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
+from analyzers.critical_path.labels import distinct
 from analyzers.critical_path.rank_graph import RankGraph
-from collectors.model import object_values
 
 PART_COLUMNS = (
     "row",
@@ -30,25 +32,29 @@ ends in: a = id, t = time), ``step`` (a = start node, b = completion node, t = n
 ``collective`` (a / b = kernel start / end node, detail = key, name = kernel, category =
 collective, cause = message bytes, group size and link peak GB/s as exact float reprs)."""
 ROWS = ("part", "node", "edge", "step", "collective")
+LABEL_COLUMNS = ("cause", "detail", "name", "category")
 
 
-def _cat(*parts: object) -> pd.Categorical[str]:
-    """One categorical column of *parts* (object arrays or lists of str; None → ""), its
-    categories sorted (as ``pd.Categorical`` of the strings; built from the distinct values so
-    that no per-row string conversion is made)."""
-    arrays = [np.asarray(x, dtype=object).reshape(-1) for x in parts]
-    values = np.concatenate(arrays) if arrays else np.zeros(0, object)
-    codes, uniques = pd.factorize(values)
-    strings = ["" if u is None else str(u) for u in uniques]
-    if (codes < 0).any():
-        strings.append("")
-        codes = np.where(codes < 0, len(strings) - 1, codes)
-    categories = sorted(set(strings))
+def _cat(labels: np.ndarray, codes: np.ndarray, n_blank: int, n_mid: int, tail: object) -> Any:
+    """One categorical column: *n_blank* ``""``, the *labels* of *codes*, *n_mid* ``""``, then
+    the strings *tail* (None → ""); its categories the sorted distinct strings (each label
+    string made once, not once per row)."""
+    tail_s = ["" if t is None else str(t) for t in np.asarray(tail, dtype=object).reshape(-1)]
+    used = np.flatnonzero(np.bincount(codes, minlength=len(labels)) if len(codes) else [])
+    present = [str(x) for x in labels[used].tolist()]
+    categories = sorted({"", *present, *tail_s})
     where = {c: i for i, c in enumerate(categories)}
-    remap = np.asarray([where[c] for c in strings], dtype=np.int64)
-    return pd.Categorical.from_codes(
-        remap[codes] if len(codes) else codes, categories=pd.Index(categories)
+    remap = np.zeros(len(labels), np.int32)
+    remap[used] = [where[c] for c in present]
+    out = np.concatenate(
+        [
+            np.full(n_blank, where[""], np.int32),
+            remap[codes],
+            np.full(n_mid, where[""], np.int32),
+            np.asarray([where[t] for t in tail_s], np.int32),
+        ]
     )
+    return pd.Categorical.from_codes(out, categories=pd.Index(categories))
 
 
 def part_table(p: RankGraph) -> pd.DataFrame:
@@ -57,11 +63,10 @@ def part_table(p: RankGraph) -> pd.DataFrame:
     has_in[p.dst] = True
     sources = np.flatnonzero(~has_in)
     n, m, s, c = len(sources), len(p.src), len(p.step_num), len(p.coll_key)
-    blank = np.full(1 + n, "", dtype=object)
-    no_step = np.full(s, "", dtype=object)
     facts = [" ".join(repr(float(x)) for x in f) for f in p.coll_facts.tolist()]
     i32 = np.int32
     row = np.repeat(np.arange(len(ROWS), dtype=np.int8), [1, n, m, s, c])
+    lab = p.labels
     return pd.DataFrame(
         {
             "row": pd.Categorical.from_codes(row, categories=pd.Index(list(ROWS))),
@@ -79,10 +84,10 @@ def part_table(p: RankGraph) -> pd.DataFrame:
             "kind": np.concatenate([np.full(1 + n, -1), p.kind, np.full(s + c, -1)]).astype(
                 np.int8
             ),
-            "cause": _cat(blank, p.cause, no_step, facts),
-            "detail": _cat(blank, p.detail, no_step, p.coll_key),
-            "name": _cat(blank, p.name, no_step, p.coll_kernel),
-            "category": _cat(blank, p.category, no_step, p.coll_name),
+            "cause": _cat(lab, p.cause_code, 1 + n, s, facts),
+            "detail": _cat(lab, p.detail_code, 1 + n, s, p.coll_key),
+            "name": _cat(lab, p.name_code, 1 + n, s, p.coll_kernel),
+            "category": _cat(lab, p.category_code, 1 + n, s, p.coll_name),
             "flag_launching": np.concatenate(
                 [np.zeros(1 + n, bool), p.launching, np.zeros(s + c, bool)]
             ),
@@ -94,36 +99,64 @@ def part_table(p: RankGraph) -> pd.DataFrame:
     )
 
 
+def _rows(df: pd.DataFrame) -> dict[str, slice | np.ndarray]:
+    """Per kind of row (:data:`ROWS`), its rows: a slice where they are contiguous (as
+    :func:`part_table` writes them), else their positions."""
+    code = np.asarray(df["row"].cat.codes.to_numpy(), np.int64)
+    out: dict[str, slice | np.ndarray] = {}
+    for i, r in enumerate(df["row"].cat.categories.tolist()):
+        at = np.flatnonzero(code == i)
+        contiguous = len(at) and at[-1] - at[0] + 1 == len(at)
+        out[str(r)] = slice(int(at[0]), int(at[-1]) + 1) if contiguous else at
+    return out
+
+
 def part_from_table(df: pd.DataFrame) -> RankGraph:
-    """The part a :func:`part_table` holds."""
-    row = object_values(df["row"])
-    head = df[row == "part"]
-    nodes, edges = df[row == "node"], df[row == "edge"]
-    steps, colls = df[row == "step"], df[row == "collective"]
-    node_time = np.zeros(int(head["t"].iloc[0]), np.int64)
-    node_time[nodes["a"].to_numpy(np.int64)] = nodes["t"].to_numpy(np.int64)
-    dst = edges["b"].to_numpy(np.int64)
-    node_time[dst] = edges["t"].to_numpy(np.int64)
-    facts = [[float(x) for x in str(f).split()] for f in colls["cause"].astype(object)]
+    """The part a :func:`part_table` holds (its labels as codes into one table of the distinct
+    strings of the four label columns)."""
+    rows = _rows(df)
+    col = {c: df[c].to_numpy() for c in ("a", "b", "t", "kind", "flag_launching")}
+    col["flag_unresolved"] = df["flag_unresolved"].to_numpy()
+
+    def at(c: str, r: str, dtype: Any = np.int64) -> np.ndarray:
+        return np.asarray(col[c][rows.get(r, slice(0, 0))], dtype)
+
+    def strings(c: str, r: str) -> list[str]:
+        cats = df[c].cat.categories.to_numpy(dtype=object)
+        return [str(x) for x in cats[df[c].cat.codes.to_numpy()[rows.get(r, slice(0, 0))]]]
+
+    node_time = np.zeros(int(at("t", "part")[0]), np.int64)
+    node_time[at("a", "node")] = at("t", "node")
+    dst = at("b", "edge", np.int32)
+    node_time[dst] = at("t", "edge")
+    labels = [df[c].cat.categories.to_numpy(dtype=object) for c in LABEL_COLUMNS]
+    canon, table = distinct([str(x) for cats in labels for x in cats.tolist()])
+    base = np.cumsum([0, *(len(x) for x in labels)])
+    codes = [
+        canon[b + np.asarray(df[c].cat.codes.to_numpy()[rows.get("edge", slice(0, 0))], np.int64)]
+        for c, b in zip(LABEL_COLUMNS, base.tolist(), strict=False)
+    ]
+    facts = [[float(x) for x in f.split()] for f in strings("cause", "collective")]
     return RankGraph(
-        rank=int(head["a"].iloc[0]),
+        rank=int(at("a", "part")[0]),
         node_time=node_time,
-        src=edges["a"].to_numpy(np.int64),
+        src=at("a", "edge", np.int32),
         dst=dst,
-        kind=edges["kind"].to_numpy(np.int64),
-        cause=object_values(edges["cause"]),
-        detail=object_values(edges["detail"]),
-        name=object_values(edges["name"]),
-        category=object_values(edges["category"]),
-        launching=edges["flag_launching"].to_numpy(bool),
-        unresolved=edges["flag_unresolved"].to_numpy(bool),
-        step_num=steps["t"].to_numpy(np.int64),
-        step_start=steps["a"].to_numpy(np.int64),
-        step_done=steps["b"].to_numpy(np.int64),
-        coll_key=object_values(colls["detail"]),
-        coll_name=object_values(colls["category"]),
-        coll_kernel=object_values(colls["name"]),
-        coll_start=colls["a"].to_numpy(np.int64),
-        coll_end=colls["b"].to_numpy(np.int64),
+        kind=at("kind", "edge", np.int8),
+        labels=table,
+        cause_code=codes[0],
+        detail_code=codes[1],
+        name_code=codes[2],
+        category_code=codes[3],
+        launching=at("flag_launching", "edge", bool),
+        unresolved=at("flag_unresolved", "edge", bool),
+        step_num=at("t", "step"),
+        step_start=at("a", "step"),
+        step_done=at("b", "step"),
+        coll_key=np.asarray(strings("detail", "collective"), dtype=object),
+        coll_name=np.asarray(strings("category", "collective"), dtype=object),
+        coll_kernel=np.asarray(strings("name", "collective"), dtype=object),
+        coll_start=at("a", "collective"),
+        coll_end=at("b", "collective"),
         coll_facts=np.asarray(facts, np.float64).reshape(-1, 3),
     )

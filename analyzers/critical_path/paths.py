@@ -78,22 +78,27 @@ def hta_longest_path(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
     return path
 
 
-def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) -> np.ndarray:
+def forward_order(
+    n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray, gap: np.ndarray | None = None
+) -> np.ndarray:
     """A topological order of nodes ``0..n-1`` when no edge goes back in *time*: by time, nodes
     of equal time joined by edges in the order of those edges (:func:`topological_order` of
     that small subgraph, which raises ValueError on a cycle); with an edge back in time,
-    :func:`topological_order` of the whole graph."""
+    :func:`topological_order` of the whole graph.  *gap*: ``time[dst] - time[src]`` when at
+    hand."""
     time = np.asarray(time, np.int64)
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    ts, td = time[src], time[dst]
-    if bool((ts > td).any()):
+    if gap is None:
+        gap = time[dst] - time[src]
+    if bool((gap < 0).any()):
         return np.asarray(topological_order(n, src, dst), np.int64)
-    tie = np.flatnonzero(ts == td)
+    tie = np.flatnonzero(gap == 0)
     if not len(tie):
         return np.argsort(time, kind="stable")
-    nodes = sorted_unique(np.concatenate([src[tie], dst[tie]]))
+    s_tie = np.asarray(src[tie], np.int64)
+    d_tie = np.asarray(dst[tie], np.int64)
+    nodes = sorted_unique(np.concatenate([s_tie, d_tie]))
     local = topological_order(
-        len(nodes), np.searchsorted(nodes, src[tie]), np.searchsorted(nodes, dst[tie])
+        len(nodes), np.searchsorted(nodes, s_tie), np.searchsorted(nodes, d_tie)
     )
     among = np.zeros(n, np.int64)
     among[nodes[np.asarray(local, np.int64)]] = np.arange(1, len(nodes) + 1)
@@ -102,15 +107,33 @@ def forward_order(n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray) ->
 
 def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ptr, edges, first)``: node *v*'s in-edges are ``edges[ptr[v]:ptr[v + 1]]``, in edge
-    order; ``first[v]`` is the first of them (-1 when none)."""
-    order = np.argsort(dst, kind="stable")
+    order; ``first[v]`` is the first of them (-1 when none).
+
+    A counting sort: an edge into a node with one in-edge (most nodes) goes straight to its
+    node's slot; only the edges into nodes with several are sorted (stably, by node)."""
+    dst = np.asarray(dst)
+    m = len(dst)
+    ids = np.int32 if max(n, m) < 2**31 else np.int64
+    counts = np.bincount(dst, minlength=n)
     ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
-    head = ptr[:-1]
-    if not len(order):
-        return ptr, order, np.full(n, -1, np.int64)
-    first = np.where(head < ptr[1:], order[np.minimum(head, len(order) - 1)], -1)
-    return ptr, order, first
+    np.cumsum(counts, out=ptr[1:])
+    edges = np.empty(m, ids)
+    many = counts[dst] > 1
+    one = np.flatnonzero(~many)
+    edges[ptr[dst[one]]] = one
+    multi = np.flatnonzero(many)
+    if len(multi):
+        multi = multi[np.argsort(dst[multi], kind="stable")]
+        d = dst[multi]
+        # the k-th edge into a node goes to ptr[node] + k: k = its position among the sorted
+        # edges minus that of its node's first one
+        head = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+        k = np.arange(len(multi)) - np.repeat(head, np.diff(np.r_[head, len(multi)]))
+        edges[ptr[d] + k] = multi
+    first = np.full(n, -1, ids)
+    has = counts > 0
+    first[has] = edges[ptr[:-1][has]]
+    return ptr, edges, first
 
 
 def first_latest_in_edges(
@@ -119,15 +142,26 @@ def first_latest_in_edges(
     """Per node with in-edges, the first of them (edge order) whose *value* (one per edge) is
     the largest of the node's: what ``np.lexsort((-value, dst))`` puts first in each node's
     group.  *pred* is :func:`in_edges`."""
-    ptr, edges, _ = pred
+    ptr, edges, first = pred
     if not len(edges):
         return edges
     counts = np.diff(ptr)
-    heads = ptr[:-1][counts > 0]
-    v = np.asarray(value)[edges]  # grouped by node, each group in edge order
-    top = np.repeat(np.maximum.reduceat(v, heads), counts[counts > 0])
-    at = np.where(v == top, np.arange(len(v)), len(v))  # positions reaching the top
-    return edges[np.minimum.reduceat(at, heads)]
+    single = first[counts == 1]  # a node's one in-edge
+    heads = ptr[:-1][counts > 1]
+    if not len(heads):
+        return single
+    sizes = counts[counts > 1]
+    at = (
+        np.repeat(heads, sizes)
+        + np.arange(int(sizes.sum()))
+        - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    )  # positions in edges of the nodes with several in-edges, node by node
+    e = edges[at]
+    v = np.asarray(value)[e]
+    local = np.cumsum(sizes) - sizes  # each group's start within e
+    top = np.repeat(np.maximum.reduceat(v, local), sizes)
+    pos = np.where(v == top, np.arange(len(v)), len(v))  # positions reaching the top
+    return np.concatenate([single, e[np.minimum.reduceat(pos, local)]])
 
 
 NO_ANCHOR = -(2**62)
@@ -175,7 +209,7 @@ def replay(
     Chains are compressed: a node with one in-edge and no anchor (most nodes: a host op's
     boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
     root's time plus the sum of the delays from that root (:func:`chain_roots`, which cuts the
-    chains into runs along *chains*, a permutation of the nodes, default *topo*), and the pass
+    chains into runs along *chains*, a permutation of the nodes, default their ids), and the pass
     in topological order visits only the other nodes, their in-edges taken from the roots of
     their sources."""
     ptr, edges, first = pred
@@ -186,7 +220,7 @@ def replay(
     chain = np.flatnonzero(simple)
     parent, step = np.full(n, -1, np.int64), np.zeros(n, np.int64)
     parent[chain], step[chain] = src[first[chain]], delay[first[chain]]
-    up, acc = chain_roots(n, topo if chains is None else chains, simple, parent, step)
+    up, acc = chain_roots(n, chains, simple, parent, step)
     hubs = topo[~simple[topo]]  # the other nodes, in topological order
     pos = np.full(n, -1, np.int64)
     pos[hubs] = np.arange(len(hubs))
@@ -215,30 +249,38 @@ def replay(
 
 
 def chain_roots(
-    n: int, order: np.ndarray, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
+    n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(up, acc)``: per node, the root of its chain (the first ancestor, following
     *parent*, that is not *simple*; the node itself when not simple) and the sum of *step*
     from that root down to it (0 for a root).  *simple* nodes have exactly one predecessor,
     ``parent[v]``, and ``step[v]`` is the delay of that edge; *order* is any permutation of
-    the nodes.
+    the nodes (None: by id).
 
     The chains are cut into *runs*: a simple node right after its parent in *order* continues
     its parent's run, any other starts one.  Within a run the sums are one cumulative sum
     along *order*; each run then hangs from its head's parent, and the runs' roots and offsets
     are found by pointer jumping over the runs only (log₂ of the longest chain of runs numpy
-    passes).  The result does not depend on *order*, the cost does: in a topological order by
-    time a host thread's boundaries mostly follow each other."""
-    order = np.asarray(order, np.int64)
+    passes).  The result does not depend on *order*, the cost does: in the step graph's ids
+    (:mod:`analyzers.critical_path.rank_graph` numbers nodes lane by lane) a chain is mostly
+    one run."""
     up = np.arange(n, dtype=np.int64)
     acc = np.zeros(n, np.int64)
-    on = simple[order]  # per position in order
-    if not on.any():
-        return up, acc
-    pos = np.empty(n, np.int64)
-    pos[order] = np.arange(n)
-    at = np.flatnonzero(on)  # positions of the simple nodes
-    node = order[at]
+    if order is None:  # by id: positions are ids
+        at = np.flatnonzero(simple)
+        if not len(at):
+            return up, acc
+        pos = up
+        node = at
+    else:
+        order = np.asarray(order, np.int64)
+        on = simple[order]  # per position in order
+        if not on.any():
+            return up, acc
+        pos = np.empty(n, np.int64)
+        pos[order] = np.arange(n)
+        at = np.flatnonzero(on)  # positions of the simple nodes
+        node = order[at]
     par = np.asarray(parent, np.int64)[node]
     ppos = pos[par]
     cont = (ppos == at - 1) & simple[par]  # continues the run of its parent

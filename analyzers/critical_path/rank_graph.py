@@ -17,7 +17,8 @@ sets), and one *completion* node per step.  Edges (``kind``):
 =============  ==================================================================
 
 Each edge carries its *cause* label (:mod:`analyzers.critical_path.blame` defines them), the op
-category of a GPU row (:func:`analyzers.critical_path.sources.gpu_categories`), whether a host
+category of a GPU row (:func:`analyzers.critical_path.sources.gpu_categories`) — labels as codes
+into the part's table of strings (:mod:`analyzers.critical_path.labels`) —, whether a host
 edge lies inside ops that launch GPU work (the CUDA-graphs what-if), and whether its end follows
 a cross-stream wait the trace does not resolve (*unresolved*: a ``cudaStreamWaitEvent`` /
 ``cudaEventSynchronize`` without the sync row's ``wait_on_*`` fields; the row launched next on
@@ -30,8 +31,6 @@ by :func:`analyzers.critical_path.step_graph.build_step_graph`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,33 +39,30 @@ import numpy as np
 from analyzers.critical_path.callstack import thread_walk_arrays
 from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
 from analyzers.critical_path.hta_graph import event_records
-from analyzers.critical_path.sources import (
-    COMMUNICATION,
-    MEMORY,
-    collectives_of,
-    gpu_categories,
+from analyzers.critical_path.labels import (
+    DATA_LOADING,
+    KINDS,
+    SYNC_CALL_NAMES,
+    K,
+    edge_labels,
 )
+from analyzers.critical_path.sources import collectives_of, gpu_category_codes
 from collectors.arrays import dense_codes, sorted_unique
 from collectors.linking import group_codes
 
 if TYPE_CHECKING:
     from collectors.model import Trace
 
-KINDS = ("host", "gpu", "stream", "launch", "sync", "wait", "arrive", "transfer", "complete")
-"""Edge kinds; ``arrive`` / ``transfer`` are the cross-rank edges of the step graph."""
-K = {k: i for i, k in enumerate(KINDS)}
+__all__ = ["DATA_LOADING", "KINDS", "SYNC_CALL_NAMES", "K", "RankGraph", "rank_graph"]
 STEP_PREFIX = "ProfilerStep#"
-SYNC_CALL_NAMES = frozenset(
-    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"}
-)
-"""Blocking host calls: their host time is ``synchronisation``."""
-DATA_LOADING = re.compile(r"DataLoader|data_load|dataloader|_next_data|fetch", re.I)
 WAIT_CALLS = ("cudaStreamWaitEvent", "cudaEventSynchronize")
+GPU_ROW_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 @dataclass
 class RankGraph:
-    """One rank's nodes and edges (module docstring); node ids are local to the part."""
+    """One rank's nodes and edges (module docstring); node ids are local to the part,
+    numbered lane by lane (:func:`rank_graph`)."""
 
     rank: int
     node_time: np.ndarray
@@ -74,13 +70,16 @@ class RankGraph:
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
-    """Index into :data:`KINDS`."""
-    cause: np.ndarray
-    detail: np.ndarray
-    name: np.ndarray
-    """Per edge: cause label, its detail and the event's name (object arrays of str)."""
-    category: np.ndarray
-    """Per edge: the op category of a ``gpu`` edge's row, "" elsewhere."""
+    """Index into :data:`KINDS` (int8)."""
+    labels: np.ndarray
+    """The distinct label strings (object array, ``""`` first)."""
+    cause_code: np.ndarray
+    detail_code: np.ndarray
+    name_code: np.ndarray
+    """Per edge: cause label, its detail and the event's name (int32 codes into
+    :attr:`labels`; :attr:`cause` / :attr:`detail` / :attr:`name` give the strings)."""
+    category_code: np.ndarray
+    """Per edge: the op category of a ``gpu`` edge's row, "" elsewhere (code)."""
     launching: np.ndarray
     """Per edge: a ``host`` edge between nodes of ops that are, or contain, a launch call."""
     unresolved: np.ndarray
@@ -104,43 +103,85 @@ class RankGraph:
     def n_nodes(self) -> int:
         return len(self.node_time)
 
+    @property
+    def cause(self) -> np.ndarray:
+        """Each edge's cause (object array of str)."""
+        return self.labels[self.cause_code]
+
+    @property
+    def detail(self) -> np.ndarray:
+        return self.labels[self.detail_code]
+
+    @property
+    def name(self) -> np.ndarray:
+        return self.labels[self.name_code]
+
+    @property
+    def category(self) -> np.ndarray:
+        return self.labels[self.category_code]
+
 
 class _Builder:
-    """Nodes and edges added in blocks (numpy arrays, concatenated once at the end)."""
+    """Nodes numbered lane by lane — a host thread's boundaries in its call-stack walk's
+    order, then each stream's rows (start, end) in time order, then the steps' completion
+    nodes — and edges added in blocks (numpy arrays, concatenated once at the end).  In this
+    numbering a node's one in-edge mostly comes from the node just before it, which the
+    replay's and the path walk's runs take in one step (:func:`analyzers.critical_path.paths.
+    chain_roots`); ids are int32 when they fit."""
 
-    def __init__(self) -> None:
+    def __init__(self, ev: Events) -> None:
+        self.ev = ev
+        self.ids = np.dtype(np.int32 if 3 * len(ev) < 2**31 else np.int64)
         self.n_nodes = 0
+        self.start = np.full(len(ev), -1, self.ids)
+        """Per event, the node of its start (-1: not a node)."""
+        self.end = np.full(len(ev), -1, self.ids)
         self._t: list[np.ndarray] = []
         self._event: list[np.ndarray] = []
         self._src: list[np.ndarray] = []
         self._dst: list[np.ndarray] = []
         self._kind: list[np.ndarray] = []
 
-    def nodes(self, times: np.ndarray, events: np.ndarray) -> np.ndarray:
-        base = self.n_nodes
-        self._t.append(np.asarray(times, np.int64))
-        self._event.append(np.asarray(events, np.int64))
-        self.n_nodes += len(times)
-        return np.arange(base, base + len(times), dtype=np.int64)
+    def lane(self, events: np.ndarray, entering: np.ndarray) -> np.ndarray:
+        """Nodes for the boundaries of *events* in order (the start where *entering*, else the
+        end); returns their ids."""
+        ids = np.arange(self.n_nodes, self.n_nodes + len(events), dtype=self.ids)
+        self.start[events[entering]] = ids[entering]
+        self.end[events[~entering]] = ids[~entering]
+        self._t.append(np.where(entering, self.ev.ts[events], self.ev.end[events]))
+        self._event.append(np.asarray(events, np.int32))
+        self.n_nodes += len(events)
+        return ids
+
+    def node(self, time: int) -> int:
+        """A node of no event (a step's completion)."""
+        self._t.append(np.array([time], np.int64))
+        self._event.append(np.array([-1], np.int32))
+        self.n_nodes += 1
+        return self.n_nodes - 1
 
     def edges(self, u: np.ndarray | list[int], v: np.ndarray | list[int], kind: str) -> None:
-        uu, vv = np.asarray(u, np.int64), np.asarray(v, np.int64)
+        uu, vv = np.asarray(u, self.ids), np.asarray(v, self.ids)
         ok = (uu >= 0) & (vv >= 0) & (uu != vv)
         self._src.append(uu[ok])
         self._dst.append(vv[ok])
-        self._kind.append(np.full(int(ok.sum()), K[kind], np.int64))
+        self._kind.append(np.full(int(ok.sum()), K[kind], np.int8))
 
     @staticmethod
-    def _cat(blocks: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+    def _cat(blocks: list[np.ndarray], dtype: np.dtype | type) -> np.ndarray:
+        return np.concatenate(blocks).astype(dtype, copy=False) if blocks else np.zeros(0, dtype)
 
     def node_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(time, event) of every node, in id order."""
-        return self._cat(self._t), self._cat(self._event)
+        return self._cat(self._t, np.int64), self._cat(self._event, np.int32)
 
     def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src, dst, kind) of every edge, in the order added."""
-        return self._cat(self._src), self._cat(self._dst), self._cat(self._kind)
+        return (
+            self._cat(self._src, self.ids),
+            self._cat(self._dst, self.ids),
+            self._cat(self._kind, np.int8),
+        )
 
 
 MAX_STEP_DIGITS = 18
@@ -163,20 +204,17 @@ def _is_step(name: str) -> bool:
 def rank_graph(trace: Trace) -> RankGraph:
     """The part of *trace*'s rank (module docstring)."""
     ev = build_events(trace)
-    b = _Builder()
-    dur = ev.end - ev.ts
-    is_step = ev.is_host & ev.per_name(_is_step)
-    host = ev.is_host & (dur > 0) & (np.isin(ev.cat, NODE_CATS) | is_step)
-    gpu = ~ev.is_host & (ev.stream >= 0) & np.isin(ev.cat, ("kernel", "gpu_memcpy", "gpu_memset"))
-    members = np.flatnonzero(host | gpu)
-    start = np.full(len(ev), -1, np.int64)
-    end = np.full(len(ev), -1, np.int64)
-    start[members] = b.nodes(ev.ts[members], members)
-    end[members] = b.nodes(ev.end[members], members)
-    launches_gpu = _host_edges(b, ev, start, end, host)
+    step_event = ev.name_flags(_is_step)[ev.name_code]
+    is_step = ev.is_host & step_event
+    host = ev.is_host & (ev.end > ev.ts) & (ev.cat_in(NODE_CATS) | is_step)
+    gpu = ~ev.is_host & (ev.stream >= 0) & ev.cat_in(GPU_ROW_CATS)
+    b = _Builder(ev)
+    launches_gpu = _host_lanes(b, ev, host)
     g_rows = np.flatnonzero(gpu)
-    b.edges(start[g_rows], end[g_rows], "gpu")
     order = g_rows[np.lexsort((ev.ts[g_rows], ev.stream[g_rows], ev.pid[g_rows]))]
+    b.lane(np.repeat(order, 2), np.tile([True, False], len(order)))
+    start, end = b.start, b.end
+    b.edges(start[g_rows], end[g_rows], "gpu")
     same = (ev.stream[order][1:] == ev.stream[order][:-1]) & (
         ev.pid[order][1:] == ev.pid[order][:-1]
     )
@@ -192,56 +230,64 @@ def rank_graph(trace: Trace) -> RankGraph:
     for s in host_steps.tolist():
         inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
         ends = np.concatenate([[end[s]], end[g_rows[inside]]])
-        done = int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s])))
-        node = int(b.nodes(np.array([done]), np.array([-1]))[0])
+        node = b.node(int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s]))))
         b.edges(ends, np.full(len(ends), node), "complete")
         step_done.append(node)
-    src, dst, kind = b.edge_arrays()
-    n_edges = len(src)
-    node_time, node_event = b.node_arrays()
-    cats = np.concatenate([np.full(ev.n_host, "", dtype=object), gpu_categories(trace)])
-    cause, detail, name, category = _labels(ev, node_event, src, dst, kind, cats, launches_gpu)
-    flagged = np.zeros(b.n_nodes, bool)
-    flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
-    unresolved = flagged[dst] if n_edges else np.zeros(0, bool)
-    gaps = unresolved & np.isin(kind, (K["launch"], K["stream"]))
-    detail[gaps] = [f"{d} after an unresolved cross-stream wait" for d in detail[gaps]]
-    ev_u, ev_v = node_event[src], node_event[dst]
-    launching = (kind == K["host"]) & launches_gpu[np.maximum(ev_u, 0)]
-    launching &= launches_gpu[np.maximum(ev_v, 0)] & (ev_u >= 0) & (ev_v >= 0)
     coll = _collective_rows(ev, trace, start, end)
+    step_num = np.array([_step_number(str(ev.name_set[ev.name_code[s]])) for s in host_steps])
+    step_start = start[host_steps].astype(np.int64)
+    ev_name, names, n_host = ev.name_code, ev.name_set, ev.n_host
+    del ev, b.ev, host, gpu, is_step, launch_of, lk, g_rows, order
+    src, dst, kind = b.edge_arrays()
+    node_time, node_event = b.node_arrays()
+    del b
+    ev_u, ev_v = node_event[src], node_event[dst]
+    del node_event
+    flagged = np.zeros(len(node_time), bool)
+    flagged[np.asarray(sorted(unresolved_nodes), np.int64)] = True
+    unresolved = flagged[dst]
+    del flagged
+    lg = np.append(launches_gpu, False)  # event -1 → launches nothing
+    launching = (kind == K["host"]) & lg[ev_u] & lg[ev_v]
+    del lg, launches_gpu
+    cat_codes, cats = gpu_category_codes(trace)
+    ev_cat = np.concatenate([np.full(n_host, -1, np.int32), cat_codes])
+    del cat_codes
+    lab = edge_labels(
+        kind, ev_u, ev_v, ev_name, names, ev_cat, cats, step_event, launching, unresolved
+    )
     return RankGraph(
         rank=trace.rank,
         node_time=node_time,
         src=src,
         dst=dst,
         kind=kind,
-        cause=cause,
-        detail=detail,
-        name=name,
-        category=category,
+        labels=lab.table,
+        cause_code=lab.cause,
+        detail_code=lab.detail,
+        name_code=lab.name,
+        category_code=lab.category,
         launching=launching,
         unresolved=unresolved,
-        step_num=np.array([_step_number(str(ev.name[s])) for s in host_steps], np.int64),
-        step_start=start[host_steps].astype(np.int64),
+        step_num=step_num.astype(np.int64),
+        step_start=step_start,
         step_done=np.asarray(step_done, np.int64),
         **coll,
     )
 
 
-def _host_edges(
-    b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray, host: np.ndarray
-) -> np.ndarray:
-    """Call-stack walk edges per thread (each boundary's node → the next one's); returns which
-    host events are, or contain, a launch (a launch and its ancestors on the walk's stack)."""
+def _host_lanes(b: _Builder, ev: Events, host: np.ndarray) -> np.ndarray:
+    """The *host* events' nodes, thread by thread in HTA's call-stack walk order, and the walk
+    edges (each boundary's node → the next one's); returns which host events are, or contain,
+    a launch (a launch and its ancestors on the walk's stack)."""
     launches_gpu = np.zeros(len(ev), bool)
     is_launch = ev.name_in(LAUNCH_NAMES)
     parent_of = np.full(len(ev), -1, np.int64)
     for e, entering, parent in thread_walk_arrays(
         ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)
     ):
-        node = np.where(entering, start[e], end[e]).astype(np.int64)
-        b.edges(np.concatenate([[-1], node[:-1]]), node, "host")
+        node = b.lane(e, entering)
+        b.edges(node[:-1], node[1:], "host")
         parent_of[e[entering]] = parent[entering]
     cur = np.flatnonzero(is_launch & host)
     while cur.size:
@@ -254,15 +300,15 @@ def _host_edges(
 def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> None:
     """Awaited GPU row's end → the blocking call's end: per Stream/Context Sync row, the rows on
     its stream (all streams of the device) that ended last before the sync ended."""
-    syncs = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0))
+    syncs = np.flatnonzero(ev.cat_in(("cuda_sync",)) & (ev.link >= 0))
     us: list[int] = []
     vs: list[int] = []
     for r in syncs.tolist():
         call = int(ev.link[r])
-        if end[call] < 0 or ev.name[r] not in ("Stream Sync", "Context Sync"):
+        if end[call] < 0 or ev.names_of(r) not in ("Stream Sync", "Context Sync"):
             continue
         cand = order[(ev.pid[order] == ev.pid[r]) & (ev.end[order] <= ev.end[r])]
-        if ev.name[r] == "Stream Sync":
+        if ev.names_of(r) == "Stream Sync":
             cand = cand[ev.stream[cand] == ev.stream[r]]
         for s in sorted_unique(ev.stream[cand]).tolist():
             c = cand[ev.stream[cand] == s]
@@ -310,9 +356,9 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
     ``cudaEventRecord``); returns the nodes that follow a wait it does not resolve."""
     records = event_records(ev)
     unresolved: set[int] = set()
-    rows = np.flatnonzero((ev.cat == "cuda_sync") & (ev.link >= 0) & ~ev.is_host)
-    swe = rows[ev.name[rows] == "Stream Wait Event"]
-    esy = rows[ev.name[rows] == "Event Sync"]
+    rows = np.flatnonzero(ev.cat_in(("cuda_sync",)) & (ev.link >= 0) & ~ev.is_host)
+    swe = rows[ev.names_of(rows) == "Stream Wait Event"]
+    esy = rows[ev.names_of(rows) == "Event Sync"]
     targets = _next_launched_rows(ev, ev.link[swe], ev.stream[swe])
     us: list[int] = []
     vs: list[int] = []
@@ -331,7 +377,7 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
     us, vs = [], []
     for r in esy.tolist():
         call = int(ev.link[r])
-        if end[call] < 0 or ev.name[call] != "cudaEventSynchronize":
+        if end[call] < 0 or ev.names_of(call) != "cudaEventSynchronize":
             continue
         launch = records.get(int(ev.wait_on_corr[r]), -1)
         if launch < 0:
@@ -344,103 +390,12 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
     b.edges(us, vs, "sync")
     # wait calls without a sync row at all (older Kineto records none)
     bare = np.flatnonzero(ev.is_host & ev.name_in(WAIT_CALLS) & (ev.link < 0))
-    swe_calls = bare[ev.name[bare] == "cudaStreamWaitEvent"]
+    swe_calls = bare[ev.names_of(bare) == "cudaStreamWaitEvent"]
     nxt = _next_launched_rows(ev, swe_calls, np.full(len(swe_calls), -1, np.int64))
     unresolved.update(int(start[t]) for t in nxt.tolist() if t >= 0 and start[t] >= 0)
-    es_calls = bare[ev.name[bare] == "cudaEventSynchronize"]
+    es_calls = bare[ev.names_of(bare) == "cudaEventSynchronize"]
     unresolved.update(int(end[c]) for c in es_calls.tolist() if end[c] >= 0)
     return unresolved
-
-
-def _labels(
-    ev: Events,
-    node_event: np.ndarray,
-    src: np.ndarray,
-    dst: np.ndarray,
-    kind: np.ndarray,
-    cats: np.ndarray,
-    launches_gpu: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per edge (cause, detail, name, category); the cause table is blame's module docstring.
-
-    A ``gpu`` edge: ``exposed_communication`` (detail: the kernel name up to its first "(",
-    60 characters), ``memory`` (the name up to " (") or ``compute`` (its category); ``launch``
-    / ``stream``: ``launch_gap``; ``sync``: ``synchronisation`` (the call); ``wait``:
-    ``synchronisation`` (cross-stream wait); ``complete``: ``cpu``.  A host edge's time belongs
-    to the op it ends in (or the parent op between siblings): ``synchronisation`` for a
-    blocking call (:data:`SYNC_CALL_NAMES`), ``data_loading`` when the name matches
-    :data:`DATA_LOADING`, ``launch_gap`` (``host``) between nodes of ops that launch GPU work
-    (neither a ``ProfilerStep``), else ``cpu``.  Per-name work is done once per distinct name."""
-    ev_v, ev_u = node_event[dst], node_event[src]
-    ev_pos = np.where(ev_v >= 0, ev_v, ev_u)
-    n_set = len(ev.name_set)
-    code = np.where(ev_pos >= 0, ev.name_code[np.maximum(ev_pos, 0)], n_set)
-    name_set = np.concatenate([ev.name_set, np.array([""], dtype=object)])
-    names = name_set[code]
-    gpu = kind == K["gpu"]
-    cat_code, cat_set = pd_factorize(cats)
-    edge_cat = np.where(gpu, cat_code[np.maximum(ev_u, 0)], -1)
-    category = np.concatenate([cat_set, np.array([""], dtype=object)])[edge_cat]
-    uniq = name_set.tolist()
-    # labels as positions in one table: fixed labels, then per name, then per category
-    fixed = ["", "cpu", "exposed_communication", "memory", "compute", "launch_gap",
-             "synchronisation", "data_loading", "launch", "stream", "cross-stream wait",
-             "complete", "host"]  # fmt: skip
-    at = {v: i for i, v in enumerate(fixed)}
-    n_u = len(uniq)
-    comm_at, mem_at, name_at = len(fixed), len(fixed) + n_u, len(fixed) + 2 * n_u
-    cat_at = len(fixed) + 3 * n_u
-    table = np.asarray(
-        fixed
-        + [u.split("(")[0][:60] for u in uniq]
-        + [u.split(" (")[0] for u in uniq]
-        + uniq
-        + cat_set.tolist(),
-        dtype=object,
-    )
-    cause = np.full(len(src), at["cpu"], np.int64)
-    detail = np.full(len(src), at[""], np.int64)
-    is_comm = np.asarray([c == COMMUNICATION for c in cat_set.tolist()] + [False], bool)
-    is_mem = np.asarray([c == MEMORY for c in cat_set.tolist()] + [False], bool)
-    comm = gpu & is_comm[edge_cat]
-    mem = gpu & is_mem[edge_cat] & ~comm
-    comp = gpu & ~comm & ~mem
-    cause[comm], detail[comm] = at["exposed_communication"], comm_at + code[comm]
-    cause[mem], detail[mem] = at["memory"], mem_at + code[mem]
-    cause[comp], detail[comp] = at["compute"], cat_at + edge_cat[comp]
-    for k in ("launch", "stream"):
-        hit = kind == K[k]
-        cause[hit], detail[hit] = at["launch_gap"], at[k]
-    sync = kind == K["sync"]
-    cause[sync], detail[sync] = at["synchronisation"], name_at + code[sync]
-    wait = kind == K["wait"]
-    cause[wait], detail[wait] = at["synchronisation"], at["cross-stream wait"]
-    detail[kind == K["complete"]] = at["complete"]
-    # host edges (every other kind)
-    host = ~np.isin(kind, [K[k] for k in ("gpu", "launch", "stream", "sync", "wait", "complete")])
-    host &= ev_v >= 0
-
-    def per_name(fn: Callable[[str], bool]) -> np.ndarray:
-        return np.asarray([fn(u) for u in uniq], bool)[code]
-
-    is_sync = host & per_name(SYNC_CALL_NAMES.__contains__)
-    cause[is_sync], detail[is_sync] = at["synchronisation"], name_at + code[is_sync]
-    data = host & ~is_sync & per_name(lambda n: DATA_LOADING.search(n) is not None)
-    cause[data], detail[data] = at["data_loading"], name_at + code[data]
-    is_step = ev.per_name(_is_step)
-    u, v = np.maximum(ev_u, 0), np.maximum(ev_v, 0)
-    gap = host & ~is_sync & ~data & (ev_u >= 0) & launches_gpu[v] & launches_gpu[u]
-    gap &= ~(is_step[v] | is_step[u])
-    cause[gap], detail[gap] = at["launch_gap"], at["host"]
-    return table[cause], table[detail], names, category
-
-
-def pd_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, distinct values)`` of an object array (first-seen order; no missing values)."""
-    import pandas as pd
-
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return np.asarray(codes, np.int64), np.asarray(uniques, dtype=object)
 
 
 def _collective_rows(
@@ -474,7 +429,7 @@ def _collective_rows(
                 continue
             keys.append(f"{pg}#seq{seq}" if seq >= 0 else f"{pg}#{n}")
             names.append(str(collective))
-            kernels.append(str(ev.name[pos]))
+            kernels.append(str(ev.names_of(pos)))
             s_nodes.append(int(start[pos]))
             e_nodes.append(int(end[pos]))
             facts.append((fact[0], fact[1], fact[2]))

@@ -109,7 +109,7 @@ def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndar
         done = settled(g.node_time, g.src, g.dst, d, anchor)
         if done is not None:
             return done
-    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor, g.chain_order)
+    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor)
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:
@@ -118,7 +118,7 @@ def delays(g: StepGraph, c: Change) -> np.ndarray:
     kind = g.kind
     gpu = kind == KINDS.index("gpu")
     if c.kind == "faster":
-        hit = np.flatnonzero(gpu & (g.category == c.category) & g.binding)
+        hit = np.flatnonzero(gpu & g.label_is(g.category_code, c.category) & g.binding)
         d[hit] = d[hit] / c.factor
     elif c.kind == "cuda_graphs":
         gaps = (kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))
@@ -127,7 +127,7 @@ def delays(g: StepGraph, c: Change) -> np.ndarray:
         d[gaps] = np.minimum(np.maximum(gap, np.minimum(d[gaps], 0)), c.node_ns)
         d[g.launching] = np.minimum(d[g.launching], 0)
     elif c.kind == "overlap_comm":
-        comm = gpu & (g.category == "communication")
+        comm = gpu & g.label_is(g.category_code, "communication")
         d[comm] = np.minimum(d[comm], 0)
         tr = kind == KINDS.index("transfer")
         d[tr] = np.minimum(d[tr], 0)

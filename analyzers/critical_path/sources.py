@@ -46,6 +46,21 @@ def gpu_categories(trace: Trace) -> np.ndarray:
     return out
 
 
+def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gpu_categories` as ``(codes, categories)``: per ``gpu`` row (int32), the position
+    of its category in *categories* (an object array of distinct str)."""
+    import pandas as pd
+
+    from analyzers.serving.ops import categorized_kernel_ops
+
+    kops = categorized_kernel_ops(trace)
+    codes, uniques = pd.factorize(np.asarray(kops["category"].to_numpy(dtype=object)))
+    cats = [*(str(u) for u in uniques), OTHER]
+    out = np.full(len(trace.gpu), len(cats) - 1, dtype=np.int32)
+    out[kops["gpu_row"].to_numpy(dtype=np.int64)] = codes
+    return out, np.asarray(cats, dtype=object)
+
+
 def kernel_category(name: str, op: str | None = None) -> str:
     """The op category of one kernel by its name (and its op's name when known)."""
     from analyzers.serving.categories import kernel_category as categories

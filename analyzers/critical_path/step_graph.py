@@ -17,13 +17,13 @@ collectives' kernel ends (a collective ends together on every rank).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyzers.critical_path.labels import distinct
 from analyzers.critical_path.paths import first_latest_in_edges, forward_order, in_edges
 from analyzers.critical_path.rank_graph import (
     KINDS,
@@ -83,14 +83,16 @@ class StepGraph:
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
-    """Index into :data:`KINDS`."""
-    cause: np.ndarray
-    detail: np.ndarray
-    name: np.ndarray
-    category: np.ndarray
+    """Index into :data:`KINDS` (int8)."""
+    labels: np.ndarray
+    cause_code: np.ndarray
+    detail_code: np.ndarray
+    name_code: np.ndarray
+    category_code: np.ndarray
     launching: np.ndarray
     unresolved: np.ndarray
-    """Per edge, as in :class:`~analyzers.critical_path.rank_graph.RankGraph`."""
+    """Per edge, as in :class:`~analyzers.critical_path.rank_graph.RankGraph` (labels as codes
+    into the one table of distinct strings :attr:`labels`)."""
     delay: np.ndarray
     binding: np.ndarray
     """True for each node's binding in-edge."""
@@ -105,15 +107,26 @@ class StepGraph:
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
 
-    @functools.cached_property
-    def chain_order(self) -> np.ndarray:
-        """The nodes rank by rank, each rank's in :attr:`topo` order: the order in which the
-        replay cuts chains into runs (:func:`analyzers.critical_path.paths.chain_roots`; any
-        order is correct, one where a node follows its predecessor is fast, and ranks whose
-        times coincide interleave in :attr:`topo`)."""
-        if len(self.ranks) < 2:
-            return self.topo
-        return self.topo[np.argsort(self.node_rank[self.topo], kind="stable")]
+    @property
+    def cause(self) -> np.ndarray:
+        """Each edge's cause (object array of str)."""
+        return self.labels[self.cause_code]
+
+    @property
+    def detail(self) -> np.ndarray:
+        return self.labels[self.detail_code]
+
+    @property
+    def name(self) -> np.ndarray:
+        return self.labels[self.name_code]
+
+    @property
+    def category(self) -> np.ndarray:
+        return self.labels[self.category_code]
+
+    def label_is(self, codes: np.ndarray, value: str) -> np.ndarray:
+        """Per code of *codes*, whether its label is *value*."""
+        return (self.labels == value)[codes]
 
 
 def _matched(parts: Sequence[RankGraph]) -> dict[str, dict[int, int]]:
@@ -151,11 +164,21 @@ def _forward_only(parts: list[RankGraph]) -> tuple[list[RankGraph], int]:
     out, dropped = [], 0
     back = (KINDS.index("launch"), KINDS.index("stream"))
     for p in parts:
-        bad = np.isin(p.kind, back) & (p.node_time[p.dst] < p.node_time[p.src])
-        n = int(bad.sum())
+        gaps = np.flatnonzero(np.isin(p.kind, back))
+        bad = gaps[p.node_time[p.dst[gaps]] < p.node_time[p.src[gaps]]]
+        n = len(bad)
         if n:
-            keep = ~bad
-            fields = ("src", "dst", "kind", "cause", "detail", "name", "category")
+            keep = np.ones(len(p.src), bool)
+            keep[bad] = False
+            fields = (
+                "src",
+                "dst",
+                "kind",
+                "cause_code",
+                "detail_code",
+                "name_code",
+                "category_code",
+            )
             p = dataclasses.replace(
                 p,
                 **{f: getattr(p, f)[keep] for f in (*fields, "launching", "unresolved")},
@@ -182,6 +205,14 @@ def _pair_edges(p: RankGraph) -> dict[int, int]:
     return dict(zip(np.flatnonzero(found).tolist(), edges[found].tolist(), strict=True))
 
 
+def _joined(blocks: list[np.ndarray], extra: list[int] | np.ndarray, dtype: Any) -> np.ndarray:
+    """The *blocks* and then *extra*, as one array of *dtype*: the one block itself when there
+    is nothing to join (a sole rank's part is used as it is, not copied)."""
+    if len(blocks) == 1 and not len(extra) and blocks[0].dtype == dtype:
+        return blocks[0]
+    return np.concatenate([*blocks, np.asarray(extra, dtype)]).astype(dtype, copy=False)
+
+
 def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     """The graph of the ranks' *parts* (a :class:`RankGraph` per rank, or the rank's Trace)
     with measured delays (module docstring)."""
@@ -193,16 +224,6 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     ebase = np.cumsum([0] + [len(p.src) for p in ps])
     n_local = int(base[-1])
     pmap = {p.rank: (p, int(b)) for p, b in zip(ps, base.tolist(), strict=False)}
-    times = [p.node_time + offsets[p.rank] for p in ps]
-    src = [p.src + b for p, b in zip(ps, base.tolist(), strict=False)]
-    dst = [p.dst + b for p, b in zip(ps, base.tolist(), strict=False)]
-    kind = [p.kind for p in ps]
-    labels: dict[str, list[np.ndarray]] = {
-        f: [getattr(p, f) for p in ps] for f in ("cause", "detail", "name", "category")
-    }
-    flags: dict[str, list[np.ndarray]] = {f: [getattr(p, f) for p in ps] for f in ("launching",)}
-    flags["unresolved"] = [p.unresolved for p in ps]
-    node_rank = [np.full(p.n_nodes, p.rank, np.int64) for p in ps]
     # per rank, its collective kernel's gpu edge (start → end) by collective position
     kernel_edge: dict[tuple[int, int], int] = {}
     for p, eb in zip(ps, ebase.tolist(), strict=False):
@@ -258,34 +279,39 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
                 tuple(transfers),
             )
         )
-    aligned = np.concatenate([*times, np.asarray(j_time, np.int64)]).astype(np.int64, copy=False)
-    rank_arr = np.concatenate([*node_rank, np.full(len(j_time), -1, np.int64)]).astype(
-        np.int64, copy=False
+    ids = np.dtype(np.int32 if n_local + len(j_time) < 2**31 else np.int64)
+    aligned = _joined(
+        [p.node_time + offsets[p.rank] if offsets[p.rank] else p.node_time for p in ps],
+        j_time,
+        np.dtype(np.int64),
     )
-    s_all = np.concatenate([*src, np.asarray(x_src, np.int64)]).astype(np.int64, copy=False)
-    d_all = np.concatenate([*dst, np.asarray(x_dst, np.int64)]).astype(np.int64, copy=False)
-    k_all = np.concatenate([*kind, np.asarray(x_kind, np.int64)]).astype(np.int64, copy=False)
-
-    def obj(parts_: list[np.ndarray], extra: list[str]) -> np.ndarray:
-        return np.concatenate([*parts_, np.asarray(extra, dtype=object)]).astype(object, copy=False)
-
-    cause = obj(labels["cause"], [c for c, _, _ in x_label])
-    detail = obj(labels["detail"], [d for _, d, _ in x_label])
-    name = obj(labels["name"], [n for _, _, n in x_label])
-    category = obj(labels["category"], [""] * len(x_label))
-    launching = np.concatenate([*flags["launching"], np.zeros(len(x_src), bool)]).astype(
-        bool, copy=False
+    ranks = [p.rank for p in ps]
+    rank_dtype = np.dtype(np.int16 if all(-1 <= r < 2**15 for r in ranks) else np.int64)
+    rank_arr = _joined(
+        [np.full(p.n_nodes, p.rank, rank_dtype) for p in ps], [-1] * len(j_time), rank_dtype
     )
-    unresolved = np.concatenate([*flags["unresolved"], np.zeros(len(x_src), bool)]).astype(
-        bool, copy=False
+    s_all = _joined(
+        [p.src if b == 0 else p.src + b for p, b in zip(ps, base.tolist(), strict=False)],
+        x_src,
+        ids,
     )
+    d_all = _joined(
+        [p.dst if b == 0 else p.dst + b for p, b in zip(ps, base.tolist(), strict=False)],
+        x_dst,
+        ids,
+    )
+    k_all = _joined([p.kind for p in ps], x_kind, np.dtype(np.int8))
+    labels, codes = _labels(ps, x_label)
+    launching = _joined([p.launching for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
+    unresolved = _joined([p.unresolved for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
     gap = aligned[d_all] - aligned[s_all]
     n = len(aligned)
     pred = in_edges(n, d_all)
     binding = np.zeros(len(s_all), bool)
     binding[first_latest_in_edges(pred, aligned[s_all])] = True
     delay = np.where(binding, gap, np.minimum(gap, 0))
-    topo = forward_order(n, s_all, d_all, aligned)
+    topo = forward_order(n, s_all, d_all, aligned, gap)
+    del gap
     steps = [
         StepRef(
             p.rank,
@@ -298,16 +324,17 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         for num, s, d in zip(p.step_num, p.step_start, p.step_done, strict=True)
     ]
     return StepGraph(
-        [p.rank for p in ps],
+        ranks,
         aligned,
         rank_arr,
         s_all,
         d_all,
         k_all,
-        cause,
-        detail,
-        name,
-        category,
+        labels,
+        codes[0],
+        codes[1],
+        codes[2],
+        codes[3],
         launching,
         unresolved,
         delay,
@@ -319,6 +346,28 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         pred,
         dropped,
     )
+
+
+LABEL_FIELDS = ("cause_code", "detail_code", "name_code", "category_code")
+
+
+def _labels(
+    ps: list[RankGraph], extra: list[tuple[str, str, str]]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The one label table of the parts and the cross-rank edges' labels *extra* (cause,
+    detail, name; category ""), and each label field's codes into it, edge by edge."""
+    if len(ps) == 1 and not extra:
+        return ps[0].labels, [getattr(ps[0], f) for f in LABEL_FIELDS]
+    tables = [p.labels for p in ps]
+    strings = [str(x) for t in tables for x in t.tolist()]
+    canon, table = distinct(["", *strings, *(x for row in extra for x in row)])
+    base = np.cumsum([1, *(len(t) for t in tables)]).tolist()
+    codes = []
+    for j, f in enumerate(LABEL_FIELDS):
+        tail = canon[base[-1] + 3 * np.arange(len(extra)) + j] if j < 3 else np.zeros(len(extra))
+        blocks = [canon[b + getattr(p, f)] for p, b in zip(ps, base, strict=False)]
+        codes.append(np.concatenate([*blocks, tail]).astype(np.int32))
+    return table, codes
 
 
 def sync_call(name: str) -> bool:

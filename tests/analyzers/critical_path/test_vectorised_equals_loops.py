@@ -41,21 +41,19 @@ def _runs() -> list[tuple[str, list]]:
 RUNS = _runs()
 
 
-def _labels_loop(ev, node_event, src, dst, kind, cats, launches_gpu):
-    """The per-edge loop :func:`rank_graph._labels` replaced."""
-    m = len(src)
-    ev_v, ev_u = node_event[dst], node_event[src]
-    ev_pos = np.where(ev_v >= 0, ev_v, ev_u)
-    names = np.where(ev_pos >= 0, ev.name[np.maximum(ev_pos, 0)], "").astype(object)
-    category = np.where(kind == rg.K["gpu"], cats[np.maximum(ev_u, 0)], "").astype(object)
-    cause = np.empty(m, dtype=object)
-    detail = np.empty(m, dtype=object)
-    is_step = np.array([rg._is_step(s) for s in ev.name.tolist()], bool)
+def _labels_loop(kind, ev_u, ev_v, ev_name, names, ev_cat, cats, step_event, launching, unresolved):
+    """The per-edge loop :func:`labels.edge_labels` replaced (strings, edge by edge)."""
+    m = len(kind)
+    cause, detail = np.empty(m, dtype=object), np.empty(m, dtype=object)
+    names_out, category = np.empty(m, dtype=object), np.empty(m, dtype=object)
     for e in range(m):
-        k, name = rg.KINDS[int(kind[e])], names[e]
+        k = rg.KINDS[int(kind[e])]
         u, v = int(ev_u[e]), int(ev_v[e])
+        at = v if v >= 0 else u
+        name = str(names[ev_name[at]]) if at >= 0 else ""
+        c = str(cats[ev_cat[u]]) if k == "gpu" else ""
+        names_out[e], category[e] = name, c
         if k == "gpu":
-            c = category[e]
             if c == COMMUNICATION:
                 cause[e], detail[e] = "exposed_communication", name.split("(")[0][:60]
             elif c == MEMORY:
@@ -63,7 +61,8 @@ def _labels_loop(ev, node_event, src, dst, kind, cats, launches_gpu):
             else:
                 cause[e], detail[e] = "compute", c
         elif k in ("launch", "stream"):
-            cause[e], detail[e] = "launch_gap", k
+            late = " after an unresolved cross-stream wait" if unresolved[e] else ""
+            cause[e], detail[e] = "launch_gap", k + late
         elif k == "sync":
             cause[e], detail[e] = "synchronisation", name
         elif k == "wait":
@@ -76,31 +75,33 @@ def _labels_loop(ev, node_event, src, dst, kind, cats, launches_gpu):
             cause[e], detail[e] = "synchronisation", name
         elif rg.DATA_LOADING.search(name):
             cause[e], detail[e] = "data_loading", name
-        elif u >= 0 and launches_gpu[v] and launches_gpu[u] and not (is_step[v] or is_step[u]):
+        elif launching[e] and not (step_event[v] or (u >= 0 and step_event[u])):
             cause[e], detail[e] = "launch_gap", "host"
         else:
             cause[e], detail[e] = "cpu", ""
-    return cause, detail, names, category
+    return cause, detail, names_out, category
 
 
 @pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
 def test_edge_labels_equal_the_per_edge_loop(label, traces, monkeypatch) -> None:
     seen = []
-    real = rg._labels
+    real = rg.edge_labels
 
     def spy(*args):
         got = real(*args)
         seen.append((got, _labels_loop(*args)))
         return got
 
-    monkeypatch.setattr(rg, "_labels", spy)
+    monkeypatch.setattr(rg, "edge_labels", spy)
     for t in traces:
         rg.rank_graph(t)
     assert seen
     for got, want in seen:
-        for a, b in zip(got, want, strict=True):
-            assert a.dtype == object
-            assert a.tolist() == b.tolist()
+        assert len(set(got.table.tolist())) == len(got.table)  # distinct strings
+        codes = (got.cause, got.detail, got.name, got.category)
+        for a, b in zip(codes, want, strict=True):
+            assert a.dtype == np.int32
+            assert got.table[a].tolist() == b.tolist()
 
 
 def _paths_loop(g, times, why):
