@@ -31,10 +31,19 @@
  * row, kept or rejected by the rows stage).
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* strtod_l, newlocale */
 #include <Python.h>
+#include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
+
+static locale_t C_LOCALE; /* for strtod_l: JSON numbers whatever the process's locale */
 
 #define MAX_DEPTH 64
 #define LIMIT_US 4611686018427387LL       /* 2**62 ns // 1000: the time limit in us */
@@ -68,7 +77,7 @@ static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra) cap *= 2;
-    char *d = (char *)PyMem_Realloc(b->data, cap);
+    char *d = (char *)PyMem_RawRealloc(b->data, cap);
     if (!d) return -1;
     b->data = d;
     b->cap = cap;
@@ -83,7 +92,7 @@ static int buf_put(Buf *b, const void *p, size_t n) {
 }
 
 static void buf_free(Buf *b) {
-    PyMem_Free(b->data);
+    PyMem_RawFree(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }
@@ -124,11 +133,11 @@ static uint64_t hash_bytes(const unsigned char *p, size_t n) {
 
 static int intern_grow(Intern *t) {
     size_t cap = t->cap ? t->cap * 2 : 256;
-    uint32_t *slots = (uint32_t *)PyMem_Calloc(cap, sizeof(uint32_t));
-    uint64_t *hashes = (uint64_t *)PyMem_Calloc(cap, sizeof(uint64_t));
+    uint32_t *slots = (uint32_t *)PyMem_RawCalloc(cap, sizeof(uint32_t));
+    uint64_t *hashes = (uint64_t *)PyMem_RawCalloc(cap, sizeof(uint64_t));
     if (!slots || !hashes) {
-        PyMem_Free(slots);
-        PyMem_Free(hashes);
+        PyMem_RawFree(slots);
+        PyMem_RawFree(hashes);
         return -1;
     }
     for (size_t i = 0; i < t->cap; i++) {
@@ -138,8 +147,8 @@ static int intern_grow(Intern *t) {
         slots[j] = t->slots[i];
         hashes[j] = t->hashes[i];
     }
-    PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
+    PyMem_RawFree(t->slots);
+    PyMem_RawFree(t->hashes);
     t->slots = slots;
     t->hashes = hashes;
     t->cap = cap;
@@ -182,8 +191,8 @@ static int32_t intern_lookup(Intern *t, const unsigned char *p, size_t n) {
 static void intern_free(Intern *t) {
     buf_free(&t->arena);
     buf_free(&t->offsets);
-    PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
+    PyMem_RawFree(t->slots);
+    PyMem_RawFree(t->hashes);
     memset(t, 0, sizeof *t);
 }
 
@@ -520,22 +529,21 @@ static int to_double(const Num *n, double *out) {
         return 0;
     }
     if (n->has_exp && (n->exp > 400 || n->exp < -400)) return -1;
+    /* the C library's correctly rounded conversion, in the "C" locale (no GIL needed) */
     size_t len = (size_t)(n->end - n->start);
     char small[64], *text = small;
     if (len >= sizeof small) {
-        text = (char *)PyMem_Malloc(len + 1);
+        text = (char *)PyMem_RawMalloc(len + 1);
         if (!text) return -1;
     }
     memcpy(text, n->start, len);
     text[len] = 0;
     char *stop;
-    double v = PyOS_string_to_double(text, &stop, NULL);
-    int bad = stop != text + len || isinf(v) || (v == -1.0 && PyErr_Occurred());
-    if (text != small) PyMem_Free(text);
-    if (bad) {
-        PyErr_Clear();
-        return -1;
-    }
+    errno = 0;
+    double v = strtod_l(text, &stop, C_LOCALE);
+    int bad = stop != text + len || isinf(v) || (errno == ERANGE && v != 0.0);
+    if (text != small) PyMem_RawFree(text);
+    if (bad) return -1;
     *out = v;
     return 0;
 }
@@ -1478,11 +1486,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     sc.base = (const unsigned char *)view.buf;
     P p = {sc.base + start, sc.base + stop, sc.base, 0, 0, 0};
     PyObject *out = NULL;
-    int ok = events(&sc, &p, tail) == 0;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS /* the parse touches no Python object: other threads run meanwhile */
+    ok = events(&sc, &p, tail) == 0;
     if (ok && !tail) {
         ws(&p);
         ok = p.s == p.end;
     }
+    Py_END_ALLOW_THREADS
     if (ok) out = result(&sc, (size_t)(p.s - sc.base));
     scan_free(&sc);
     PyBuffer_Release(&view);
@@ -1507,5 +1518,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
 
 PyMODINIT_FUNC PyInit__scan(void) {
     for (int i = 0; i < N_COMM; i++) COMM_KEY_LENGTHS[i] = strlen(COMM_KEYS[i]);
+    C_LOCALE = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!C_LOCALE) return PyErr_NoMemory();
     return PyModule_Create(&module);
 }

@@ -112,4 +112,4 @@ def _rows(path: Path, include_python: bool, in_parallel: bool | None) -> RowPart
             return parallel_read.read_rows(path, include_python)
         except Fallback:
             pass
-    return read_rows(path, include_python)
+    return read_rows(path, include_python, lookahead=parallel_read.spare_cpu())

@@ -603,34 +603,42 @@ class RowParts:
     """What was rejected (:meth:`Rows._notes`)."""
 
 
-def read_rows(path: Path, include_python: bool) -> RowParts:
-    """Every row of *path*, read by this process: chunk by chunk, else (the text does not suit
-    the chunked reader, or is malformed) from the whole text at once, which reports errors.
+def read_rows(path: Path, include_python: bool, *, lookahead: bool = False) -> RowParts:
+    """Every row of *path*, read by this process: chunk by chunk (*lookahead*: each chunk
+    scanned in a worker thread while the one before becomes rows, :func:`stream_chunks`), else
+    (the text does not suit the chunked reader, or is malformed) from the whole text at once,
+    which reports errors.
 
     Raises:
         InputError: unreadable file, corrupt gzip, invalid JSON, not a Kineto trace, malformed
             ``args``, no events.
     """
     try:
-        rows = read_chunks(path, include_python)
+        rows = read_chunks(path, include_python, lookahead=lookahead)
     except Fallback:
         rows = _collect(whole_chunks(path), Rows(path, include_python))
     return rows.parts()
 
 
 def read_chunks(
-    path: Path, include_python: bool, *, claimed: Any = None, ends: list[int] | None = None
+    path: Path,
+    include_python: bool,
+    *,
+    claimed: Any = None,
+    ends: list[int] | None = None,
+    lookahead: bool = False,
 ) -> Rows:
     """The rows of the chunks of *path* this process decodes: all, or with *claimed* (the
     shared ``multiprocessing.Value`` of a parallel read: chunks claimed so far) those it claims
-    (:class:`ChunkClaims`); *ends* as in :func:`stream_chunks`.
+    (:class:`ChunkClaims`); *ends* and *lookahead* as in :func:`stream_chunks`.
 
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
     """
     owned = None if claimed is None else ChunkClaims(claimed)
     try:
-        return _collect(stream_chunks(path, owned=owned, ends=ends), Rows(path, include_python))
+        chunks = stream_chunks(path, owned=owned, ends=ends, lookahead=lookahead)
+        return _collect(chunks, Rows(path, include_python))
     except InputError:
         raise Fallback from None
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -61,8 +61,12 @@ from collectors.kineto.decode import (
     merge_top,
 )
 from collectors.kineto.native import NativeChunk
+from collectors.kineto.native import enabled as native_enabled
 from collectors.kineto.native import scan as native_scan
 from collectors.kineto.source import Fallback, read_bytes, text_pieces
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 CHUNK_BYTES = 2 << 20
 """Decode ``traceEvents`` in chunks of about this much JSON text."""
@@ -274,7 +278,11 @@ class ChunkClaims:
 
 
 def stream_chunks(
-    path: Path, *, owned: Callable[[int], bool] | None = None, ends: list[int] | None = None
+    path: Path,
+    *,
+    owned: Callable[[int], bool] | None = None,
+    ends: list[int] | None = None,
+    lookahead: bool = False,
 ) -> Iterator[Chunk | NativeChunk | None]:
     """The file's events chunk by chunk; the last chunk carries :attr:`Chunk.top`.
 
@@ -284,6 +292,9 @@ def stream_chunks(
     *ends* receives each chunk's end offset in the text (the cut taken), so that two readers of
     the same file can check that they cut it alike (a reader that decodes a chunk takes the
     first cut that decodes, as the serial reader does).
+    With *lookahead* (and no *owned*), each chunk is scanned natively in a worker thread
+    (:class:`_AheadScanner`) while the caller handles the chunk before it and this generator
+    gunzips the text after it: the same chunks, cut at the same places.
 
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
@@ -310,50 +321,106 @@ def stream_chunks(
     searched = 0  # text before this offset holds no cut
     wanted = CHUNK_BYTES
     del head
-    for piece in pieces:
-        pending.append(piece)
-        size += len(piece)
-        if size < wanted:
-            continue
-        text = b"".join(pending)
-        cuts = _cuts(text, len(text) - _CUT_WINDOW) or _cuts(text, searched - 16)
-        if not cuts:  # one huge event: wait for twice as much text (linear copying)
-            pending, searched, wanted = [text], len(text), 2 * size
-            continue
-        chunk: Chunk | NativeChunk | None = None
-        if owned is None or owned(index):
-            chunk, cut = _chunk_before(text, cuts, path)
-        else:
-            cut = cuts[0]
+    scanner = _AheadScanner() if lookahead and owned is None and native_enabled() else None
+    held: list[Chunk | NativeChunk] = []  # read, yielded while the next one is scanned
+    try:
+        for piece in pieces:
+            pending.append(piece)
+            size += len(piece)
+            if size < wanted:
+                continue
+            text = b"".join(pending)
+            cuts = _cuts(text, len(text) - _CUT_WINDOW) or _cuts(text, searched - 16)
+            if not cuts:  # one huge event: wait for twice as much text (linear copying)
+                pending, searched, wanted = [text], len(text), 2 * size
+                continue
+            chunk: Chunk | NativeChunk | None = None
+            ahead: list[bytes] = []
+            if scanner is not None:
+                job = scanner.submit(text, cuts[0].start() + 1)
+                if held:  # the caller takes the chunk before while this one is scanned
+                    yield held.pop()
+                    ahead = _gunzip_ahead(pieces)
+                chunk = job.result()
+                if chunk is not None:
+                    cut = cuts[0]
+                else:
+                    chunk, cut = _chunk_before(text, cuts, path, scanned_first=True)
+                held.append(chunk)
+                chunk = None
+            elif owned is None or owned(index):
+                chunk, cut = _chunk_before(text, cuts, path)
+            else:
+                cut = cuts[0]
+            if ends is not None:
+                ends.append(offset + cut.start() + 1)
+            if scanner is None:
+                yield chunk
+            del chunk  # not alive while the next one decodes
+            offset += cut.end() - 1
+            index += 1
+            pending = [text[cut.end() - 1 :], *ahead]
+            size = sum(map(len, pending))
+            searched, wanted = 0, CHUNK_BYTES
+            del text, ahead
+        rest = b"".join(pending)
+        del pending
+        if _ANY_EVENTS_KEY.search(rest):
+            raise Fallback  # a second traceEvents key, or one inside an event: read it whole
         if ends is not None:
-            ends.append(offset + cut.start() + 1)
-        yield chunk
-        del chunk  # not alive while the next one decodes
-        offset += cut.end() - 1
-        index += 1
-        pending = [text[cut.end() - 1 :]]
-        size = len(pending[0])
-        searched, wanted = 0, CHUNK_BYTES
-        del text
-    rest = b"".join(pending)
-    del pending
-    if _ANY_EVENTS_KEY.search(rest):
-        raise Fallback  # a second traceEvents key, or one inside an event: read it whole
-    if ends is not None:
-        ends.append(offset + len(rest))
-    if owned is not None and not owned(index):
-        yield None
-        return
-    last = _native_tail(rest) or _chunk(b'{"traceEvents":[' + rest, path, tail=True)
-    last.top = merge_top(top, last.top)
-    yield last
+            ends.append(offset + len(rest))
+        if owned is not None and not owned(index):
+            yield None
+            return
+        if scanner is not None:
+            job = scanner.submit(rest, len(rest), tail=True)
+            if held:
+                yield held.pop()
+            native = _with_top(job.result(), rest)
+        else:
+            native = _with_top(native_scan(rest, 0, len(rest), tail=True), rest)
+        last = native or _chunk(b'{"traceEvents":[' + rest, path, tail=True)
+        last.top = merge_top(top, last.top)
+        yield last
+    finally:
+        if scanner is not None:
+            scanner.close()
 
 
-def _native_tail(rest: bytes) -> NativeChunk | None:
-    """The last chunk (*rest*: its events, the array's ``]`` and the keys after it) read by the
-    native scanner, with the top-level keys after the array decoded by msgspec; None where
-    either declines (the msgspec path then reads it whole)."""
-    native = native_scan(rest, 0, len(rest), tail=True)
+class _AheadScanner:
+    """One worker thread that scans chunks natively (:func:`native_scan` releases the GIL for
+    the parse, so it runs beside the caller's Python work)."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuscope-scan")
+
+    def submit(self, text: bytes, stop: int, *, tail: bool = False) -> Future[NativeChunk | None]:
+        """Scan ``text[:stop]`` (the chunk's events; *tail*: up to the array's ``]``)."""
+        return self._pool.submit(native_scan, text, 0, stop, tail=tail)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _gunzip_ahead(pieces: Iterator[bytes]) -> list[bytes]:
+    """The next pieces of text, about one chunk's worth (fewer at the end of the text)."""
+    out: list[bytes] = []
+    got = 0
+    while got < CHUNK_BYTES:
+        piece = next(pieces, None)
+        if piece is None:
+            break
+        out.append(piece)
+        got += len(piece)
+    return out
+
+
+def _with_top(native: NativeChunk | None, rest: bytes) -> NativeChunk | None:
+    """The last chunk read natively (*rest*: its events, the array's ``]`` and the keys after
+    it), with the top-level keys after the array decoded by msgspec; None where either
+    declines (the msgspec path then reads it whole)."""
     if native is None:
         return None
     try:
@@ -369,17 +436,18 @@ def _cuts(text: bytes, start: int) -> list[re.Match[bytes]]:
 
 
 def _chunk_before(
-    text: bytes, cuts: list[re.Match[bytes]], path: Path
+    text: bytes, cuts: list[re.Match[bytes]], path: Path, *, scanned_first: bool = False
 ) -> tuple[Chunk | NativeChunk, Any]:
     """The chunk of *text* up to the first of *cuts* that is an event boundary, and that cut:
     read by the native scanner (:mod:`collectors.kineto.native`), else, where it declines, by
     msgspec (which also tells a cut that is no event boundary: its text does not decode).
+    *scanned_first*: the scanner has declined the first cut already.
 
     Raises:
         Fallback: none is (or the text is malformed).
     """
-    for cut in cuts:
-        native = native_scan(text, 0, cut.start() + 1)
+    for i, cut in enumerate(cuts):
+        native = None if scanned_first and i == 0 else native_scan(text, 0, cut.start() + 1)
         if native is not None:
             return native, cut
         try:

@@ -135,7 +135,8 @@ def estimate_peak_bytes(unit: Unit, cache_root: str | None) -> int:
 def here_on_two_cpus(units: Sequence[Unit], workers: int | None, pool: int) -> bool:
     """Whether to run the units in this process, one after the other, rather than in a pool of
     *pool* (≤ 2) spawned workers: every unit is a Kineto file large enough to be read and
-    analysed on two CPUs here (:mod:`collectors.kineto.parallel`, :mod:`reports.summary.forked`),
+    analysed on two CPUs here (a scanning thread or a second process,
+    :mod:`collectors.kineto.parallel`; the sections, :mod:`reports.summary.forked`),
     so a pool would only add its workers' start and imports (about 0.5 s each) and their
     memory.  Not when ``--workers`` was given."""
     from collectors.kineto import spare_cpu

@@ -161,6 +161,7 @@ def test_wanted_only_for_large_files_with_a_spare_cpu(
     big.write_bytes(b" " * 2048)
     small.write_bytes(b" " * 100)
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 1024)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES_NATIVE", 1024)
     monkeypatch.delenv(kineto_parallel.ENV, raising=False)
     monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
     assert kineto_parallel.wanted(big)
@@ -176,6 +177,23 @@ def test_wanted_only_for_large_files_with_a_spare_cpu(
     monkeypatch.setenv(kineto_parallel.ENV, "1")
     monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
     assert not kineto_parallel.wanted(big)
+
+
+def test_with_the_native_scanner_only_huge_files_are_read_by_two_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process whose scanning thread runs beside its row building reads faster than two
+    processes below MIN_TEXT_BYTES_NATIVE; the msgspec path keeps MIN_TEXT_BYTES."""
+    mid = tmp_path / "mid.json"
+    mid.write_bytes(b" " * 4096)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 1024)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES_NATIVE", 8192)
+    monkeypatch.delenv(kineto_parallel.ENV, raising=False)
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(kineto_parallel, "native_enabled", lambda: True)
+    assert not kineto_parallel.wanted(mid)
+    monkeypatch.setattr(kineto_parallel, "native_enabled", lambda: False)
+    assert kineto_parallel.wanted(mid)
 
 
 def test_text_size_of_a_gzip_file_comes_from_its_trailer(tmp_path: Path) -> None:
@@ -199,6 +217,7 @@ def test_a_helper_started_early_is_joined_by_the_read(
     path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
     serial = read_kineto(path, parallel=False)
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES_NATIVE", 0)
     monkeypatch.setenv(kineto_parallel.ENV, "2")
     assert kineto_parallel.start_early(path)
     assert not kineto_parallel.start_early(path)  # one helper per file
@@ -218,6 +237,7 @@ def test_a_helper_started_early_and_never_joined_is_stopped(
 ) -> None:
     path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES_NATIVE", 0)
     monkeypatch.setenv(kineto_parallel.ENV, "2")
     assert kineto_parallel.start_early(path, include_python=True)
     (early,) = kineto_parallel._early.values()
