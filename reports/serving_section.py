@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from analyzers.options import AnalysisOptions
     from analyzers.serving.analysis import ServingAnalysis
     from analyzers.serving.graphs import Capture
+    from analyzers.serving.groups import Groups
     from collectors.model import Trace
 
 VIA = ("op", "capture", "graph", "no-op", "no-launch")
@@ -89,28 +90,35 @@ def _mfu(table: pd.DataFrame) -> dict[Any, dict[str, Any]]:
 
 
 def _categories(
-    a: ServingAnalysis, by: np.ndarray, roofs: pd.DataFrame | None = None
+    a: ServingAnalysis, codes: np.ndarray, groups: Groups, roofs: pd.DataFrame | None = None
 ) -> dict[Any, list[dict[str, Any]]]:
-    """Category breakdown per key of *by* (None left out), with the roof columns of *roofs*
-    (same keys) when given."""
-    from analyzers.serving.categories import category_breakdown
+    """Category breakdown per group (:func:`analyzers.serving.categories.category_cells` of the
+    rows' category *codes*), with the roof columns of *roofs* (same groups) when given."""
+    from analyzers.serving.categories import CATEGORIES, category_cells
 
     out: dict[Any, list[dict[str, Any]]] = {}
-    if not any(k is not None for k in by):
+    if not groups.labels:
         return out
-    b = category_breakdown(a.kops, by)
+    c = category_cells(codes, a.kops["dur_ns"].to_numpy(dtype=np.int64), groups)
     roof: dict[tuple[Any, str], dict[str, Any]] = {}
     if roofs is not None:
         roof = {(_py(r["group"]), r["category"]): r for r in _records(roofs)}
-    for key, part in b.groupby("group", sort=False):
-        rows = _records(part, CATEGORY_KEYS)
+    cells = zip(c.group.tolist(), c.category.tolist(), c.kernels.tolist(), c.time_ns.tolist(),
+                c.share.tolist(), strict=True)  # fmt: skip
+    for g, cat, kernels, time_ns, share in cells:
+        key = _py(groups.labels[g])
+        r = {
+            "category": CATEGORIES[cat],
+            "kernels": kernels,
+            "time_ns": time_ns,
+            "share": _py(share, "share"),
+        }
         if roofs is not None:
-            for r in rows:
-                got = roof.get((_py(key), r["category"]), {})
-                r.update({k: got.get(k, 0 if k == "modelled_ns" else None) for k in ROOF_KEYS})
-                if r["model_flops"] is None:
-                    r["model_flops"] = 0.0
-        out[_py(key)] = rows
+            got = roof.get((key, r["category"]), {})
+            r.update({k: got.get(k, 0 if k == "modelled_ns" else None) for k in ROOF_KEYS})
+            if r["model_flops"] is None:
+                r["model_flops"] = 0.0
+        out.setdefault(key, []).append(r)
     return out
 
 
@@ -141,24 +149,19 @@ def _graphs(a: ServingAnalysis) -> dict[str, Any]:
     }
 
 
-def _keys(pos: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-    out = np.full(len(pos), None, dtype=object)
-    hit = pos >= 0
-    out[hit] = (values[pos[hit]] if values is not None else pos[hit]).tolist()
-    return out
-
-
 def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
     """The JSON object of one rank's serving analysis (*match*: the peak look-up,
     :class:`analyzers.gpu_peaks.PeakMatch`)."""
     from analyzers import intervals
-    from analyzers.serving.categories import category_breakdown
+    from analyzers.serving.categories import category_breakdown, category_codes
+    from analyzers.serving.groups import Groups
 
     k = a.kops
     total = int(k["dur_ns"].sum())
     busy = intervals.total(intervals.merge(k["start_ns"].to_numpy(), k["end_ns"].to_numpy()))
     via = k.groupby("via")["dur_ns"].sum()
-    by_step = _categories(a, _keys(a.owner))
+    codes = category_codes(k)
+    by_step = _categories(a, codes, Groups.at(a.owner))
     step_mfu = _mfu(a.mfu["steps"])
     steps = [
         {
@@ -168,8 +171,11 @@ def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
         }
         for r in _records(a.steps)
     ]
-    phase_of = _keys(a.owner, a.steps["phase"].to_numpy() if len(a.steps) else None)
-    by_phase = _categories(a, phase_of, a.roofs["phases"]) if len(a.steps) else {}
+    by_phase = (
+        _categories(a, codes, Groups.at(a.owner, a.steps["phase"].to_numpy()), a.roofs["phases"])
+        if len(a.steps)
+        else {}
+    )
     phase_mfu = _mfu(a.mfu["phases"])
     phases = [
         {
@@ -187,7 +193,7 @@ def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
             "roles": _records(a.moe["roles"]),
             "steps": _records(a.moe["steps"]) if "steps" in a.moe else [],
         }
-    rank_cats = _categories(a, np.zeros(len(k), dtype=object), a.roofs["total"]).get(0, [])
+    rank_cats = _categories(a, codes, Groups.one(len(k)), a.roofs["total"]).get(0, [])
     if not len(k):
         rank_cats = _records(category_breakdown(k), CATEGORY_KEYS)
     return {
@@ -208,7 +214,7 @@ def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
         "phases": phases,
         "profiler_steps": [
             {"step": s, "categories": c, "mfu": pstep_mfu.get(s)}
-            for s, c in _categories(a, _keys(a.profiler_step)).items()
+            for s, c in _categories(a, codes, Groups.at(a.profiler_step)).items()
         ],
         "moe": moe,
         "notes": list(a.notes),

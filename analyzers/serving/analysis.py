@@ -18,6 +18,7 @@ import pandas as pd
 from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
 from analyzers.serving.flops import category_roofs, mfu_table, row_flops
 from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
+from analyzers.serving.groups import Groups
 from analyzers.serving.moe import moe_view
 from analyzers.serving.ops import categorized_kernel_ops, range_owner
 from analyzers.serving.phases import (
@@ -94,18 +95,19 @@ def serving_analysis(
     kops = row_flops(trace, kops, graphs.captures)
     steps, owner = serving_steps(trace, kops, rules, ranges)
     pstep = profiler_steps(trace, kops)
-    phase_of = _keys(owner, steps["phase"].to_numpy() if len(steps) else np.zeros(0, object))
+    by_step = Groups.at(owner)
+    by_phase = Groups.at(owner, steps["phase"].to_numpy() if len(steps) else None)
     step_busy = dict(zip(steps["step"].tolist(), steps["busy_ns"].tolist(), strict=True))
     phase_busy = steps.groupby("phase")["busy_ns"].sum().to_dict() if len(steps) else {}
     mfu = {
-        "steps": mfu_table(kops, _keys(owner), peaks, step_busy),
-        "phases": mfu_table(kops, phase_of, peaks, phase_busy),
-        "profiler_steps": mfu_table(kops, _keys(pstep), peaks),
-        "total": mfu_table(kops, np.zeros(len(kops), dtype=object), peaks),
+        "steps": mfu_table(kops, by_step, peaks, step_busy),
+        "phases": mfu_table(kops, by_phase, peaks, phase_busy),
+        "profiler_steps": mfu_table(kops, Groups.at(pstep), peaks),
+        "total": mfu_table(kops, Groups.one(len(kops)), peaks),
     }
     roofs = {
         "total": category_roofs(kops, None, peaks),
-        "phases": category_roofs(kops, phase_of, peaks),
+        "phases": category_roofs(kops, by_phase, peaks),
     }
     notes = list(graphs.notes)
     if cap:
@@ -130,11 +132,3 @@ def serving_analysis(
         roofs=roofs,
         notes=tuple(notes),
     )
-
-
-def _keys(pos: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-    """Per row, its group key: ``values[pos]`` (or *pos* itself), None where *pos* < 0."""
-    out = np.full(len(pos), None, dtype=object)
-    hit = pos >= 0
-    out[hit] = (values[pos[hit]] if values is not None else pos[hit]).tolist()
-    return out

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analyzers.serving.groups import Groups
+
 GEMM = "GEMM"
 ATTENTION = "attention"
 MOE = "MoE"
@@ -178,32 +180,61 @@ def categorize(kops: pd.DataFrame) -> np.ndarray:
 BREAKDOWN_COLUMNS = ("category", "kernels", "time_ns", "share")
 
 
+def category_codes(kops: pd.DataFrame) -> np.ndarray:
+    """Per row of *kops*, the position of its category in :data:`CATEGORIES` (-1 for any other
+    value); the ``category`` column when present, else :func:`categorize`."""
+    cats = kops["category"].to_numpy() if "category" in kops else categorize(kops)
+    return np.asarray(pd.Categorical(cats, categories=CATEGORIES).codes, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class CategoryCells:
+    """The (group, category) cells present, by group then :data:`CATEGORIES` order: the group's
+    position in its labels, the category's in :data:`CATEGORIES`, the rows, the sum of their
+    durations and its share of the group's total (NaN when that is 0)."""
+
+    group: np.ndarray
+    category: np.ndarray
+    kernels: np.ndarray
+    time_ns: np.ndarray
+    share: np.ndarray
+
+
+def category_cells(codes: np.ndarray, dur: np.ndarray, groups: Groups) -> CategoryCells:
+    """:class:`CategoryCells` of rows with category *codes* (:func:`category_codes`) and
+    durations *dur* in *groups*; rows in no group or of no category are left out."""
+    n_cat = len(CATEGORIES)
+    keep = (groups.codes >= 0) & (codes >= 0)
+    cell = groups.codes[keep] * n_cat + codes[keep]
+    size = len(groups.labels) * n_cat
+    kernels = np.bincount(cell, minlength=size)
+    time = np.zeros(size, dtype=np.int64)
+    np.add.at(time, cell, np.asarray(dur, dtype=np.int64)[keep])
+    present = np.flatnonzero(kernels)
+    g = present // n_cat
+    totals = time.reshape(-1, n_cat).sum(axis=1)[g]
+    t = time[present]
+    share = np.where(totals > 0, t / np.where(totals > 0, totals, 1), np.nan)
+    return CategoryCells(g, present % n_cat, kernels[present].astype(np.int64), t, share)
+
+
 def category_breakdown(kops: pd.DataFrame, by: np.ndarray | None = None) -> pd.DataFrame:
     """GPU time per category: ``kernels`` (rows), ``time_ns`` (sum of durations) and ``share``
     (of the total ``time_ns`` of the group), one row per category present, in
     :data:`CATEGORIES` order.  With *by* (one key per row, e.g. a step or a phase), one block
-    per key with the key as the first column ``group``; rows whose key is None are left out.
-    A ``category`` column of *kops* is used when present."""
-    cats = kops["category"].to_numpy() if "category" in kops else categorize(kops)
-    df = pd.DataFrame(
+    per key (sorted) with the key as the first column ``group``; rows whose key is None are
+    left out.  A ``category`` column of *kops* is used when present."""
+    groups = Groups.one(len(kops)) if by is None else Groups.of(by)
+    c = category_cells(category_codes(kops), kops["dur_ns"].to_numpy(dtype=np.int64), groups)
+    out = pd.DataFrame(
         {
-            "group": pd.Series(by if by is not None else np.zeros(len(kops)), dtype=object),
-            "category": pd.Categorical(cats, categories=CATEGORIES),
-            "time_ns": kops["dur_ns"].to_numpy(dtype=np.int64),
+            "group": pd.Series([groups.labels[i] for i in c.group.tolist()]),
+            "category": pd.Series(np.asarray(CATEGORIES, dtype=object)[c.category], dtype=object),
+            "kernels": c.kernels,
+            "time_ns": c.time_ns,
+            "share": c.share,
         }
     )
-    df = df[df["group"].notna()]
-    agg = (
-        df.groupby(["group", "category"], observed=True, sort=True)["time_ns"]
-        .agg(["size", "sum"])
-        .rename(columns={"size": "kernels", "sum": "time_ns"})
-        .reset_index()
-    )
-    totals = agg.groupby("group")["time_ns"].transform("sum")
-    agg["share"] = np.where(totals > 0, agg["time_ns"] / totals.where(totals > 0, 1), np.nan)
-    agg["category"] = agg["category"].astype(object)
-    agg["kernels"] = agg["kernels"].astype(np.int64)
-    agg["time_ns"] = agg["time_ns"].astype(np.int64)
     if by is None:
-        return agg[list(BREAKDOWN_COLUMNS)].reset_index(drop=True)
-    return agg[["group", *BREAKDOWN_COLUMNS]].reset_index(drop=True)
+        return out[list(BREAKDOWN_COLUMNS)].reset_index(drop=True)
+    return out[["group", *BREAKDOWN_COLUMNS]].reset_index(drop=True)

@@ -45,6 +45,7 @@ from analyzers.op_models.attribution import (
     name_codes,
     outermost_modelled,
 )
+from analyzers.serving.groups import Groups, float_sums, int_sums, masked_bounds
 
 if TYPE_CHECKING:
     from analyzers.op_models.args import OpCost
@@ -86,6 +87,8 @@ def _modelled_tops(trace: Trace) -> tuple[np.ndarray, Mapping[int, OpCost], np.n
     if not len(ops):
         return np.full(n, -1, np.int64), {}, np.zeros(n, bool)
     costs = modelled_op_costs(trace)
+    if not costs:  # nothing modelled: no owner, and recomputation only matters for modelled rows
+        return np.full(n, -1, np.int64), costs, np.zeros(n, bool)
     parent = cpu_op_parents(trace)
     modelled = np.zeros(n, bool)
     modelled[np.fromiter(costs, np.int64, len(costs))] = True
@@ -94,6 +97,8 @@ def _modelled_tops(trace: Trace) -> tuple[np.ndarray, Mapping[int, OpCost], np.n
     codes, names = name_codes(host["name"])
     marker = np.zeros(n, bool)
     marker[ops] = np.asarray([bool(RECOMPUTE_RE.search(str(v))) for v in names], bool)[codes[ops]]
+    if not marker.any():  # no recomputation op (most traces): nothing to climb
+        return top, costs, marker
     # inside: a marked op or a descendant of one (pointer jumping over the parents)
     inside, up = marker.copy(), parent.copy()
     live = ops[up[ops] >= 0]
@@ -111,7 +116,7 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
     whether the row is modelled or recomputed (module docstring)."""
     n = len(kops)
     owner = np.full(n, -1, dtype=np.int64)
-    cost_of: dict[tuple[int, int], OpCost] = {}
+    costs_of: dict[int, Mapping[int, OpCost]] = {}
     recomputed = np.zeros(n, dtype=bool)
     src = kops["capture"].to_numpy()
     op_row = kops["op_row"].to_numpy()
@@ -122,7 +127,7 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
         top, costs, inside = _modelled_tops(t)
         owner[sel] = top[op_row[sel]]
         recomputed[sel] = inside[op_row[sel]]
-        cost_of.update({(s, r): c for r, c in costs.items()})
+        costs_of[s] = costs
     modelled = owner >= 0
     replay = np.where(kops["graph_launch"].to_numpy(dtype=bool), kops["launch_row"].to_numpy(), -1)
     dur = kops["dur_ns"].to_numpy(dtype=np.int64)
@@ -139,20 +144,28 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
         call_dur = grp["dur"].transform("sum").to_numpy()
         call_n = grp["dur"].transform("size").to_numpy()
         weight = np.where(call_dur > 0, dur[idx] / np.maximum(call_dur, 1), 1.0 / call_n)
-        names = kops["name"].astype(object).to_numpy()
-        tf32 = pd.Series([bool(_TF32_RX.search(str(x))) for x in names[idx]])
+        name_codes, names = pd.factorize(kops["name"].to_numpy(dtype=object)[idx])
+        tf32_name = np.array([bool(_TF32_RX.search(str(x))) for x in names] + [False], bool)
+        tf32 = pd.Series(tf32_name[name_codes])  # code -1 (no name): "nan", never TF32
         call_tf32 = tf32.groupby(grp.ngroup().to_numpy()).transform("any").to_numpy()
-        pairs = zip(idx.tolist(), src[idx].tolist(), owner[idx].tolist(), strict=True)
-        for j, (i, s, o) in enumerate(pairs):
-            c = cost_of[(int(s), int(o))]
-            flops[i] = c.flops * weight[j]
-            nbytes[i] = c.bytes * weight[j]
-            p = c.precision
-            if p == "fp32" and c.kind in ("gemm", "conv", "attention") and call_tf32[j]:
-                p = "tf32_tensor"
-            precision[i] = p
-            exact[i] = c.exact
-    out = kops.copy()
+        # one cost per modelled op: its FLOPs and bytes spread over the rows by weight
+        key = (src[idx].astype(np.int64) + 1) * (int(owner.max()) + 1) + owner[idx]
+        _, first, pos = np.unique(key, return_index=True, return_inverse=True)
+        cost = [
+            costs_of[int(s)][int(o)]
+            for s, o in zip(src[idx][first].tolist(), owner[idx][first].tolist(), strict=True)
+        ]
+        c_flops = np.array([c.flops for c in cost], dtype=float)[pos]
+        c_bytes = np.array([c.bytes for c in cost], dtype=float)[pos]
+        prec = np.array([c.precision for c in cost], dtype=object)[pos]
+        matmul = np.array([c.kind in ("gemm", "conv", "attention") for c in cost], bool)[pos]
+        flops[idx] = c_flops * weight
+        nbytes[idx] = c_bytes * weight
+        tf = (prec == "fp32") & matmul & call_tf32.astype(bool)
+        prec[tf] = "tf32_tensor"
+        precision[idx] = prec
+        exact[idx] = np.array([c.exact for c in cost], dtype=bool)[pos]
+    out = kops.copy(deep=False)
     out["flops"], out["bytes"], out["precision"] = flops, nbytes, pd.Series(precision, dtype=object)
     out["exact"], out["modelled"], out["recomputed"] = exact, modelled, recomputed & modelled
     return out
@@ -164,68 +177,112 @@ def _none_if_nan(x: float) -> float | None:
 
 def mfu_table(
     rows: pd.DataFrame,
-    keys: np.ndarray,
+    keys: np.ndarray | Groups,
     peaks: GpuPeaks | None,
     busy: Mapping[Any, int] | None = None,
 ) -> pd.DataFrame:
-    """One row per group of :func:`row_flops` rows (*keys*: one per row; None left out),
-    columns :data:`MFU_COLUMNS` (module docstring).  *busy*: each group's GPU busy time; by
-    default the union of its rows' intervals."""
-    keys = np.asarray(keys, dtype=object)
-    keep = np.array([k is not None for k in keys], dtype=bool)
-    if not keep.any():
+    """One row per group of :func:`row_flops` rows (*keys*: one per row, None left out, or
+    :class:`~analyzers.serving.groups.Groups`), in sorted key order, columns
+    :data:`MFU_COLUMNS` (module docstring).  *busy*: each group's GPU busy time; by default the
+    union of its rows' intervals."""
+    groups = keys if isinstance(keys, Groups) else Groups.of(keys)
+    if not groups.labels:
         return pd.DataFrame(columns=list(MFU_COLUMNS))
-    df = rows[list(_MFU_INPUTS)][keep].assign(_g=keys[keep])  # not every column of *rows*
-    out = []
-    for g, part in df.groupby("_g", sort=True):
-        b = busy.get(g) if busy is not None else None
-        if b is None:
-            b = intervals.total(
-                intervals.merge(part["start_ns"].to_numpy(), part["end_ns"].to_numpy())
+    order, bounds = groups.segments()
+    dur = rows["dur_ns"].to_numpy(dtype=np.int64)[order]
+    mod = rows["modelled"].to_numpy(dtype=bool)[order]
+    rec = rows["recomputed"].to_numpy(dtype=bool)[order]
+    exact = rows["exact"].to_numpy(dtype=bool)[order]
+    fl = rows["flops"].to_numpy(dtype=float)[order]
+    gpu_ns = int_sums(dur, bounds).tolist()
+    modelled_ns = int_sums(np.where(mod, dur, 0), bounds).tolist()
+    # float sums per group, of the group's rows in table order (a groupby part's sums)
+    model_flops = float_sums(fl[~rec], masked_bounds(~rec, bounds))
+    recomputed_flops = float_sums(fl[rec], masked_bounds(rec, bounds))
+    exact_flops = float_sums(fl[exact], masked_bounds(exact, bounds))
+    dtypes = _top_precisions(groups, order, bounds, mod, fl, rows["precision"].to_numpy())
+    busy_ns = []
+    for g, a, b in zip(groups.labels, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        got = busy.get(g) if busy is not None else None
+        if got is None:
+            at = order[a:b]
+            got = intervals.total(
+                intervals.merge(rows["start_ns"].to_numpy()[at], rows["end_ns"].to_numpy()[at])
             )
-        out.append(_mfu_row(g, part, int(b), peaks))
+        busy_ns.append(int(got))
+    out = [
+        _mfu_row(
+            g, busy_ns[i], gpu_ns[i], modelled_ns[i], model_flops[i], recomputed_flops[i],
+            exact_flops[i], dtypes[i], peaks,
+        )
+        for i, g in enumerate(groups.labels)
+    ]  # fmt: skip
     return pd.DataFrame(out, columns=list(MFU_COLUMNS))
 
 
-_MFU_INPUTS = (
-    "start_ns", "end_ns", "dur_ns", "modelled", "recomputed", "flops", "exact", "precision"
-)  # fmt: skip
-"""The columns of :func:`row_flops` rows that :func:`_mfu_row` reads."""
+def _top_precisions(
+    groups: Groups,
+    order: np.ndarray,
+    bounds: np.ndarray,
+    mod: np.ndarray,
+    fl: np.ndarray,
+    precision: np.ndarray,
+) -> list[str | None]:
+    """Per group, the precision with the most FLOPs among its modelled rows (ties: the first
+    in sorted order; None when no precision has a positive sum): the FLOPs summed per
+    precision as ``groupby(...).sum()`` sums them."""
+    code = np.repeat(np.arange(len(groups.labels)), np.diff(bounds))[mod]
+    prec = precision[order][mod]
+    out: list[str | None] = [None] * len(groups.labels)
+    if not len(code):
+        return out
+    cells = pd.Series(fl[mod]).groupby([code, prec]).sum()
+    g_of = cells.index.get_level_values(0).to_numpy()
+    p_of = cells.index.get_level_values(1)
+    vals = cells.to_numpy(dtype=float)
+    cut = np.flatnonzero(np.diff(g_of)) + 1
+    for part in np.split(np.arange(len(vals)), cut):
+        v = vals[part]
+        if np.isnan(v).all() or not np.nanmax(v) > 0:
+            continue
+        out[int(g_of[part[0]])] = str(p_of[part[int(np.nanargmax(v))]])
+    return out
 
 
-def _mfu_row(group: Any, part: pd.DataFrame, busy_ns: int, peaks: GpuPeaks | None) -> dict:
-    dur = part["dur_ns"].to_numpy(dtype=np.int64)
-    mod = part["modelled"].to_numpy(dtype=bool)
-    rec = part["recomputed"].to_numpy(dtype=bool)
-    fl = part["flops"].to_numpy(dtype=float)
-    gpu_ns, modelled_ns = int(dur.sum()), int(dur[mod].sum())
-    model_flops, recomputed_flops = float(fl[~rec].sum()), float(fl[rec].sum())
+def _mfu_row(
+    group: Any,
+    busy_ns: int,
+    gpu_ns: int,
+    modelled_ns: int,
+    model_flops: float,
+    recomputed_flops: float,
+    exact: float,
+    dtype: str | None,
+    peaks: GpuPeaks | None,
+) -> tuple[Any, ...]:
     all_flops = model_flops + recomputed_flops
-    exact = float(fl[part["exact"].to_numpy(dtype=bool)].sum())
-    by_prec = pd.Series(fl[mod]).groupby(part["precision"].to_numpy()[mod]).sum()
-    dtype = str(by_prec.idxmax()) if len(by_prec) and by_prec.max() > 0 else None
     peak = peaks.peak_flops(dtype) if peaks is not None and dtype is not None else None
     achieved = model_flops * 1e9 / busy_ns if busy_ns > 0 else None
     mfu = achieved / peak if achieved is not None and peak else None
     hfu = (
         all_flops * 1e9 / busy_ns / peak if recomputed_flops > 0 and busy_ns > 0 and peak else None
     )
-    return {
-        "group": group,
-        "busy_ns": busy_ns,
-        "gpu_ns": gpu_ns,
-        "modelled_ns": modelled_ns,
-        "coverage": modelled_ns / gpu_ns if gpu_ns else None,
-        "model_flops": model_flops,
-        "recomputed_flops": recomputed_flops,
-        "exact_share": exact / all_flops if all_flops > 0 else None,
-        "dtype": dtype,
-        "peak": peaks.name if peaks is not None and peak else None,
-        "peak_flops": peak,
-        "achieved_flops_per_s": achieved,
-        "mfu": mfu,
-        "hfu": hfu,
-    }
+    return (
+        group,
+        busy_ns,
+        gpu_ns,
+        modelled_ns,
+        modelled_ns / gpu_ns if gpu_ns else None,
+        model_flops,
+        recomputed_flops,
+        exact / all_flops if all_flops > 0 else None,
+        dtype,
+        peaks.name if peaks is not None and peak else None,
+        peak,
+        achieved,
+        mfu,
+        hfu,
+    )
 
 
 ROOF_COLUMNS = ("group", "category", "modelled_ns", "model_flops", "roof_ns", "pct_of_roof")
@@ -233,7 +290,7 @@ ROOF_COLUMNS = ("group", "category", "modelled_ns", "model_flops", "roof_ns", "p
 
 
 def category_roofs(
-    rows: pd.DataFrame, keys: np.ndarray | None, peaks: GpuPeaks | None
+    rows: pd.DataFrame, keys: np.ndarray | Groups | None, peaks: GpuPeaks | None
 ) -> pd.DataFrame:
     """Per group and category of :func:`row_flops` rows with a ``category`` column: the
     modelled time, its FLOPs, ``roof_ns`` = Σ over its modelled rows of the time at their roof,
@@ -242,34 +299,51 @@ def category_roofs(
     modelled time of those rows (how close the category's modelled work runs to its roof;
     the rest, modelled_ns − roof_ns, is its headroom).  Without *peaks* roof_ns and
     pct_of_roof are None."""
-    keys = np.zeros(len(rows), dtype=object) if keys is None else np.asarray(keys, dtype=object)
-    keep = np.array([k is not None for k in keys], dtype=bool) & rows["modelled"].to_numpy(bool)
+    if keys is None:
+        groups = Groups.one(len(rows))
+    else:
+        groups = keys if isinstance(keys, Groups) else Groups.of(keys)
+    modelled = rows["modelled"].to_numpy(dtype=bool)
+    keep = (groups.codes >= 0) & modelled
     if not keep.any():
         return pd.DataFrame(columns=list(ROOF_COLUMNS))
-    df = rows[keep].assign(_g=keys[keep])
+    at = np.flatnonzero(keep)
+    precision = rows["precision"].to_numpy()[at]
+    flops = rows["flops"].to_numpy(dtype=float)[at]
+    dur = rows["dur_ns"].to_numpy(dtype=np.int64)[at]
     bw = peaks.mem_bw_bytes_per_s if peaks is not None else None
-    if peaks is not None and len(df):
-        pk = {p: peaks.peak_flops(p) for p in set(df["precision"].dropna())}
-        peak = df["precision"].map(pk).to_numpy(dtype=float)
-        t_flop = df["flops"].to_numpy() / peak * 1e9
-        t_mem = df["bytes"].to_numpy() / bw * 1e9 if bw else np.zeros(len(df))
+    if peaks is not None:
+        known_p = pd.Series(precision, dtype=object).dropna()
+        pk = {p: peaks.peak_flops(p) for p in set(known_p)}
+        peak = pd.Series(precision, dtype=object).map(pk).to_numpy(dtype=float)
+        t_flop = flops / peak * 1e9
+        t_mem = rows["bytes"].to_numpy()[at] / bw * 1e9 if bw else np.zeros(len(at))
         roof = np.where(np.isfinite(t_flop), np.maximum(t_flop, t_mem), np.nan)
     else:
-        roof = np.full(len(df), np.nan)
-    df = df.assign(_roof=roof, _rdur=np.where(np.isfinite(roof), df["dur_ns"], 0))
+        roof = np.full(len(at), np.nan)
+    rdur = np.where(np.isfinite(roof), dur, 0)
+    # cells (group, category) in sorted order, each cell's rows in table order
+    cat_codes, cats = pd.factorize(rows["category"].to_numpy(dtype=object)[at], sort=True)
+    n_cats = max(len(cats), 1)
+    cell = Groups.at(np.where(cat_codes >= 0, groups.codes[at] * n_cats + cat_codes, -1))
+    order, bounds = cell.segments()
+    known = int_sums(rdur[order], bounds).tolist()
+    roof_ns = float_sums(np.where(np.isnan(roof), 0.0, roof)[order], bounds)
+    modelled_ns = int_sums(dur[order], bounds).tolist()
+    model_flops = float_sums(np.where(np.isnan(flops), 0.0, flops)[order], bounds)
     out = []
-    for (g, c), part in df.groupby(["_g", "category"], sort=True):
-        known = int(part["_rdur"].sum())
-        roof_ns = float(np.nansum(part["_roof"])) if known else None
+    for i, code in enumerate(cell.labels):
+        g, c = divmod(int(code), n_cats)
+        r = roof_ns[i] if known[i] else None
         out.append(
-            {
-                "group": g,
-                "category": c,
-                "modelled_ns": int(part["dur_ns"].sum()),
-                "model_flops": float(part["flops"].sum()),
-                "roof_ns": roof_ns,
-                "pct_of_roof": 100.0 * roof_ns / known if roof_ns is not None else None,
-            }
+            (
+                groups.labels[g],
+                cats[c],
+                modelled_ns[i],
+                model_flops[i],
+                r,
+                100.0 * r / known[i] if r is not None else None,
+            )
         )
     return pd.DataFrame(out, columns=list(ROOF_COLUMNS))
 
