@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from analyzers.critical_path.blame import StepPath, cause_totals, mean, step_paths
 from analyzers.critical_path.rank_graph import RankGraph
-from analyzers.critical_path.simulate import Change, job_step_times, run
+from analyzers.critical_path.simulate import Change, job_step_times, run, run_times
 from analyzers.critical_path.step_graph import StepGraph, build_step_graph
 from collectors.nccl_formulas import bus_factor, canonical_collective
 
@@ -101,8 +101,7 @@ def _busbw_change(g: StepGraph, busbw_gbps: float | None = None) -> Change | Non
 def what_if(g: StepGraph, change: Change, measured: dict[int, int] | None = None) -> WhatIf:
     """Replay *change* and compare with the measured step times."""
     measured = measured if measured is not None else measured_job_step_times(g)
-    times, _ = run(g, change)
-    pred = job_step_times(g, times)
+    pred = job_step_times(g, run_times(g, change))
     rec = mean([measured[k] - pred[k] for k in measured if k in pred])
     return WhatIf(change, pred, rec)
 

@@ -25,6 +25,7 @@ exactly.  Causes (``cause``, with ``detail``):
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,36 +186,100 @@ def step_paths(
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
-    # the walk reads single elements: Python lists, not numpy scalars (same values); it
-    # follows each node's binding predecessor and collects the nodes it leaves, whose binding
-    # edges are the walked edges
     up = np.full(len(why), -1, np.int64)
     bound = why >= 0
     up[bound] = g.src[why[bound]]
-    t_l, up_l = times.tolist(), up.tolist()
+    walk = _Walk(up, times)
+    t = walk.t
     for num in sorted(per_step):
         rows = per_step[num]
-        durs = {r: int(t_l[c] - t_l[s]) for r, s, c in rows}
+        durs = {r: int(t[c] - t[s]) for r, s, c in rows}
         rank, s_node, c_node = max(rows, key=lambda x: (durs[x[0]], -x[0]))
         path = StepPath(num, rank, durs[rank], durs)
-        lo = int(t_l[s_node])
-        v = c_node
-        left: list[int] = []
-        untracked = -1
-        while v != s_node:
-            u = up_l[v]
-            if u < 0:  # a node the graph does not explain (no predecessor): untracked time
-                untracked = v
-                break
-            left.append(v)
-            if t_l[u] <= lo:
-                break
-            v = u
-        walked = why[np.asarray(left[::-1], np.int64)]
+        lo = int(t[s_node])
+        left, untracked = walk.back(c_node, s_node, lo)
+        walked = why[left]
         path.table, path.unresolved_waits, on_path = _segments(g, times, walked, lo, untracked)
         path.table = _late_rank(g, path.table, on_path)
         out.append(path)
     return out
+
+
+class _Walk:
+    """The walk back along binding predecessors *up* (-1: none) over node *times*, by runs:
+    a node whose predecessor is the node numbered just before it continues that node's run
+    (:mod:`analyzers.critical_path.rank_graph` numbers nodes lane by lane, so a path along one
+    thread or stream is mostly one run), and a run is walked in one step — its nodes' times do
+    not decrease along it (checked; else node by node), so where the walk stops inside it is
+    one bisection.  Single elements are read through memoryviews: Python ints, no per-node
+    list."""
+
+    def __init__(self, up: np.ndarray, times: np.ndarray) -> None:
+        n = len(up)
+        ids = np.arange(n, dtype=np.int64)
+        cont = np.zeros(n, bool)
+        cont[1:] = up[1:] == ids[:-1]
+        self.by_runs = not bool((cont[1:] & (times[1:] < times[:-1])).any())
+        head = np.maximum.accumulate(np.where(cont, 0, ids))
+        self.up = np.ascontiguousarray(up, np.int64).data
+        self.t = np.ascontiguousarray(times, np.int64).data
+        self.head = np.ascontiguousarray(head, np.int64).data
+
+    def back(self, c_node: int, s_node: int, lo: int) -> tuple[np.ndarray, int]:
+        """The nodes the walk from *c_node* leaves (path order: last left first) until it
+        reaches *s_node*, a node whose predecessor is at or before *lo*, or a node without a
+        predecessor (returned as the untracked node, else -1)."""
+        if not self.by_runs:
+            return self._nodes(c_node, s_node, lo)
+        up, t, head = self.up, self.t, self.head
+        ranges: list[tuple[int, int]] = []  # walked from the second down to the first
+        v = c_node
+        untracked = -1
+        while v != s_node:
+            h = head[v]
+            # inside the run, node q > h leaves for q - 1: the first (highest) q whose
+            # predecessor is at or before lo, unless the walk reaches s_node first
+            q_t = bisect.bisect_right(t, lo, h, v) if h < v and t[h] <= lo else -1
+            q_s = s_node if h <= s_node < v else -1
+            if q_t > h and q_t > q_s:
+                ranges.append((q_t, v))
+                break
+            if q_s >= 0:
+                ranges.append((q_s + 1, v))
+                break
+            u = up[h]
+            if u < 0:  # a node the graph does not explain (no predecessor): untracked time
+                if h < v:
+                    ranges.append((h + 1, v))
+                untracked = h
+                break
+            ranges.append((h, v))
+            if t[u] <= lo:
+                break
+            v = u
+        if not ranges:
+            return np.zeros(0, np.int64), untracked
+        first = np.asarray([a for a, _ in reversed(ranges)], np.int64)
+        size = np.asarray([b - a + 1 for a, b in reversed(ranges)], np.int64)
+        start = np.repeat(first - (np.cumsum(size) - size), size)
+        return start + np.arange(int(size.sum())), untracked
+
+    def _nodes(self, c_node: int, s_node: int, lo: int) -> tuple[np.ndarray, int]:
+        """:meth:`back` node by node."""
+        up, t = self.up, self.t
+        v = c_node
+        left: list[int] = []
+        untracked = -1
+        while v != s_node:
+            u = up[v]
+            if u < 0:
+                untracked = v
+                break
+            left.append(v)
+            if t[u] <= lo:
+                break
+            v = u
+        return np.asarray(left[::-1], np.int64), untracked
 
 
 def _segments(

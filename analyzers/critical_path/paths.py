@@ -2,14 +2,16 @@
 
 :func:`hta_longest_path` is ``networkx.dag_longest_path`` step for step (its topological order
 from ``topological_generations``, first maximal predecessor in insertion order, first maximal
-node in topological order), so that ties resolve as in HTA.  :func:`replay` is the simulator's
-max-plus pass: every node's time is the latest of its predecessors' times plus the edge delay
-(one-in-edge chains compressed: :func:`chain_roots`); :func:`settled` gives its result without a
-pass when the given times already solve it (the measured graph); :func:`forward_order` and
-:func:`in_edges` are the order and the in-edge lists it runs on.
+node in topological order), so that ties resolve as in HTA.  The simulator's max-plus pass is
+:func:`analyzers.critical_path.replay.replay`: every node's time is the latest of its
+predecessors' times plus the edge delay; :func:`settled` gives its result without a pass when
+the given times already solve it (the measured graph); :func:`forward_order`, :func:`in_edges`
+and :func:`in_groups` are the order and the in-edge lists it runs on.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -136,32 +138,66 @@ def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return ptr, edges, first
 
 
+@dataclass(frozen=True)
+class InGroups:
+    """A graph's nodes by their number of in-edges (from :func:`in_edges`): those with one
+    and that edge, and those with several and their edges, node by node, each node's in edge
+    order (``many_edges[many_at[i]:many_at[i] + many_size[i]]`` are node ``many[i]``'s)."""
+
+    one: np.ndarray
+    one_edge: np.ndarray
+    many: np.ndarray
+    many_edges: np.ndarray
+    many_at: np.ndarray
+    many_size: np.ndarray
+
+    def reduce_many(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        """*ufunc* over each of :attr:`many`'s groups of *values* (one per entry of
+        :attr:`many_edges`)."""
+        return ufunc.reduceat(values, self.many_at) if len(self.many) else values[:0]
+
+    def repeat_many(self, per_node: np.ndarray) -> np.ndarray:
+        """One value per entry of :attr:`many_edges`: its node's of *per_node* (one per node
+        of :attr:`many`)."""
+        return np.repeat(per_node, self.many_size)
+
+    def first_many(self, hit: np.ndarray) -> np.ndarray:
+        """Per node of :attr:`many`, its first edge (edge order) where *hit* (one per entry
+        of :attr:`many_edges`), -1 where none."""
+        if not len(self.many):
+            return np.zeros(0, np.int64)
+        at = np.where(hit, np.arange(len(hit)), len(hit))
+        first = self.reduce_many(np.minimum, at)
+        found = first < len(hit)
+        return np.where(found, self.many_edges[np.where(found, first, 0)], -1)
+
+
+def in_groups(pred: tuple[np.ndarray, np.ndarray, np.ndarray]) -> InGroups:
+    """The :class:`InGroups` of the in-edges *pred* (:func:`in_edges`)."""
+    ptr, edges, first = pred
+    counts = np.diff(ptr)
+    one = np.flatnonzero(counts == 1)
+    many = np.flatnonzero(counts > 1)
+    sizes = counts[many]
+    local = np.cumsum(sizes) - sizes  # each node's start within many_edges
+    at = np.repeat(ptr[many] - local, sizes) + np.arange(int(sizes.sum()))
+    return InGroups(one, first[one], many, edges[at], local, sizes)
+
+
 def first_latest_in_edges(
-    pred: tuple[np.ndarray, np.ndarray, np.ndarray], value: np.ndarray
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
+    value: np.ndarray,
+    groups: InGroups | None = None,
 ) -> np.ndarray:
     """Per node with in-edges, the first of them (edge order) whose *value* (one per edge) is
     the largest of the node's: what ``np.lexsort((-value, dst))`` puts first in each node's
-    group.  *pred* is :func:`in_edges`."""
-    ptr, edges, first = pred
-    if not len(edges):
-        return edges
-    counts = np.diff(ptr)
-    single = first[counts == 1]  # a node's one in-edge
-    heads = ptr[:-1][counts > 1]
-    if not len(heads):
-        return single
-    sizes = counts[counts > 1]
-    at = (
-        np.repeat(heads, sizes)
-        + np.arange(int(sizes.sum()))
-        - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    )  # positions in edges of the nodes with several in-edges, node by node
-    e = edges[at]
-    v = np.asarray(value)[e]
-    local = np.cumsum(sizes) - sizes  # each group's start within e
-    top = np.repeat(np.maximum.reduceat(v, local), sizes)
-    pos = np.where(v == top, np.arange(len(v)), len(v))  # positions reaching the top
-    return np.concatenate([single, e[np.minimum.reduceat(pos, local)]])
+    group.  *pred* is :func:`in_edges` (*groups* its :func:`in_groups` when at hand)."""
+    gr = groups if groups is not None else in_groups(pred)
+    if not len(gr.many):
+        return gr.one_edge
+    v = np.asarray(value)[gr.many_edges]
+    top = gr.repeat_many(gr.reduce_many(np.maximum, v))
+    return np.concatenate([gr.one_edge, gr.first_many(v == top)])
 
 
 NO_ANCHOR = -(2**62)
@@ -169,144 +205,41 @@ NO_ANCHOR = -(2**62)
 
 
 def settled(
-    times: np.ndarray, src: np.ndarray, dst: np.ndarray, delay: np.ndarray, anchor: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`replay`'s result without the pass, when *times* already solve the replay's
-    equation at every node (``times[v] = max(anchor[v], max over e of times[u] + delay[e])``,
-    whose solution on a DAG is unique) — the measured graph does by construction; else None.
-    The binding edge of a node is its first in-edge (edge order) reaching ``times[v]`` above the
-    anchor, as in the pass."""
-    times = np.asarray(times, np.int64)
-    cand = times[src] + delay
-    best = np.asarray(anchor, np.int64).copy()
-    np.maximum.at(best, dst, cand)
-    if not np.array_equal(best, times):
-        return None
-    hit = np.flatnonzero((cand == times[dst]) & (cand > anchor[dst]))
-    why = np.full(len(times), -1, np.int64)
-    d = dst[hit]
-    order = np.argsort(d, kind="stable")
-    ds = d[order]
-    first = np.r_[True, ds[1:] != ds[:-1]] if len(ds) else np.zeros(0, bool)
-    why[ds[first]] = hit[order[first]]
-    return times.copy(), why
-
-
-def replay(
-    n: int,
-    topo: np.ndarray,
-    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
+    times: np.ndarray,
     src: np.ndarray,
+    dst: np.ndarray,
     delay: np.ndarray,
     anchor: np.ndarray,
-    chains: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Max-plus replay: ``t[v] = max(anchor[v], max over in-edges e=(u, v) of t[u] + delay[e])``
-    (``anchor`` = :data:`NO_ANCHOR` for nodes that only follow their predecessors).  *pred* is
-    :func:`in_edges`.  Returns the times and, per node, the edge that set it (the first in edge
-    order reaching the maximum above the anchor; -1 when the anchor did).
-
-    Chains are compressed: a node with one in-edge and no anchor (most nodes: a host op's
-    boundaries, a kernel's end) is ``t[u] + delay`` of its one predecessor, so it is its chain
-    root's time plus the sum of the delays from that root (:func:`chain_roots`, which cuts the
-    chains into runs along *chains*, a permutation of the nodes, default their ids), and the pass
-    in topological order visits only the other nodes, their in-edges taken from the roots of
-    their sources."""
-    ptr, edges, first = pred
-    src = np.asarray(src, np.int64)
-    delay = np.asarray(delay, np.int64)
+    groups: InGroups | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`~analyzers.critical_path.replay.replay`'s result without the pass, when *times*
+    already solve the replay's equation at every node (``times[v] = max(anchor[v], max over e
+    of times[u] + delay[e])``, whose solution on a DAG is unique) — the measured graph does by
+    construction; else None.
+    The binding edge of a node is its first in-edge (edge order) reaching ``times[v]`` above the
+    anchor, as in the pass.  *groups*: :func:`in_groups` of the edges into *dst*, when at
+    hand."""
+    times = np.asarray(times, np.int64)
     anchor = np.asarray(anchor, np.int64)
-    simple = (np.diff(ptr) == 1) & (anchor == NO_ANCHOR)
-    chain = np.flatnonzero(simple)
-    parent, step = np.full(n, -1, np.int64), np.zeros(n, np.int64)
-    parent[chain], step[chain] = src[first[chain]], delay[first[chain]]
-    up, acc = chain_roots(n, chains, simple, parent, step)
-    hubs = topo[~simple[topo]]  # the other nodes, in topological order
-    pos = np.full(n, -1, np.int64)
-    pos[hubs] = np.arange(len(hubs))
-    counts = np.diff(ptr)[hubs]
-    at = np.repeat(ptr[hubs] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-    into = edges[at]  # the hubs' in-edges, hub by hub, each hub's in edge order
-    u = src[into]
-    hub_of = np.repeat(np.arange(len(hubs)), counts).tolist()
-    root, add = pos[up[u]].tolist(), (acc[u] + delay[into]).tolist()
-    t = anchor[hubs].tolist()
-    why = [-1] * len(hubs)
-    # One flat pass over the in-edges, hub by hub in topological order: an edge's root is an
-    # earlier hub, so it is final when read; strict ">" keeps the first edge reaching the top.
-    for k, r, a, e in zip(hub_of, root, add, into.tolist(), strict=True):
-        c = t[r] + a
-        if c > t[k]:
-            t[k] = c
-            why[k] = e
-    times = np.empty(n, np.int64)
-    times[hubs] = t
-    times[chain] = times[up[chain]] + acc[chain]
-    binding = np.full(n, -1, np.int64)
-    binding[hubs] = why
-    binding[chain] = first[chain]
-    return times, binding
-
-
-def chain_roots(
-    n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarray, step: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(up, acc)``: per node, the root of its chain (the first ancestor, following
-    *parent*, that is not *simple*; the node itself when not simple) and the sum of *step*
-    from that root down to it (0 for a root).  *simple* nodes have exactly one predecessor,
-    ``parent[v]``, and ``step[v]`` is the delay of that edge; *order* is any permutation of
-    the nodes (None: by id).
-
-    The chains are cut into *runs*: a simple node right after its parent in *order* continues
-    its parent's run, any other starts one.  Within a run the sums are one cumulative sum
-    along *order*; each run then hangs from its head's parent, and the runs' roots and offsets
-    are found by pointer jumping over the runs only (log₂ of the longest chain of runs numpy
-    passes).  The result does not depend on *order*, the cost does: in the step graph's ids
-    (:mod:`analyzers.critical_path.rank_graph` numbers nodes lane by lane) a chain is mostly
-    one run."""
-    up = np.arange(n, dtype=np.int64)
-    acc = np.zeros(n, np.int64)
-    if order is None:  # by id: positions are ids
-        at = np.flatnonzero(simple)
-        if not len(at):
-            return up, acc
-        pos = up
-        node = at
-    else:
-        order = np.asarray(order, np.int64)
-        on = simple[order]  # per position in order
-        if not on.any():
-            return up, acc
-        pos = np.empty(n, np.int64)
-        pos[order] = np.arange(n)
-        at = np.flatnonzero(on)  # positions of the simple nodes
-        node = order[at]
-    par = np.asarray(parent, np.int64)[node]
-    ppos = pos[par]
-    cont = (ppos == at - 1) & simple[par]  # continues the run of its parent
-    head = ~cont
-    run = np.cumsum(head) - 1  # run of each simple node, runs in the order of their heads
-    w = np.asarray(step, np.int64)[node]
-    csum = np.cumsum(w)  # wraps like the sums it is differenced into: exact
-    first_of_run = np.flatnonzero(head)
-    before = np.where(first_of_run > 0, csum[np.maximum(first_of_run - 1, 0)], 0)
-    local = csum - before[run]  # Σ step from the run's head to the node, inclusive
-    # each run hangs from its head's parent: a root (not simple), or a node of an earlier run
-    hp = par[first_of_run]
-    hang = simple[hp]
-    k = np.searchsorted(at, pos[hp[hang]])  # the parent's index among the simple nodes
-    run_up = np.full(len(first_of_run), -1, np.int64)
-    run_add = np.zeros(len(first_of_run), np.int64)
-    run_root = hp.copy()
-    run_up[hang] = run[k]
-    run_add[hang] = local[k]
-    live = np.flatnonzero(run_up >= 0)
-    while live.size:  # run_add: Σ step from the root to the head's parent; run_root: the root
-        above = run_up[live]
-        run_add[live] += run_add[above]
-        run_root[live] = run_root[above]
-        run_up[live] = run_up[above]
-        live = live[run_up[live] >= 0]
-    up[node] = run_root[run]
-    acc[node] = local + run_add[run]
-    return up, acc
+    gr = groups if groups is not None else in_groups(in_edges(len(times), dst))
+    # nodes with one in-edge
+    c1 = times[src[gr.one_edge]] + delay[gr.one_edge]
+    t1, a1 = times[gr.one], anchor[gr.one]
+    if not np.array_equal(np.maximum(a1, c1), t1):
+        return None
+    why = np.full(len(times), -1, np.int64)
+    why[gr.one] = np.where((c1 == t1) & (c1 > a1), gr.one_edge, -1)
+    # nodes with several
+    cm = times[src[gr.many_edges]] + delay[gr.many_edges]
+    tm, am = times[gr.many], anchor[gr.many]
+    if not np.array_equal(np.maximum(am, gr.reduce_many(np.maximum, cm)), tm):
+        return None
+    hit = (cm == gr.repeat_many(tm)) & (cm > gr.repeat_many(am))
+    why[gr.many] = gr.first_many(hit)
+    # nodes without in-edges keep their anchor
+    none = np.ones(len(times), bool)
+    none[gr.one] = False
+    none[gr.many] = False
+    if not np.array_equal(anchor[none], times[none]):
+        return None
+    return times.copy(), why

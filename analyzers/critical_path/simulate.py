@@ -1,7 +1,7 @@
 """What-if replays of a :class:`StepGraph` (docs/critical-path.md §4).
 
-A change rewrites edge delays and the graph is replayed (:func:`analyzers.critical_path.paths.
-replay`): nodes without predecessors keep their measured time, every other node starts at the
+A change rewrites edge delays and the graph is replayed (:func:`analyzers.critical_path.replay.
+replay_with`): nodes without predecessors keep their measured time, every other node starts at the
 latest of its predecessors plus delay.  A step's predicted time is, over its ranks, the largest
 ``completion − ProfilerStep start``; with no change it equals the measured one exactly.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.critical_path.paths import NO_ANCHOR, replay, settled
+from analyzers.critical_path.paths import settled
+from analyzers.critical_path.replay import replay_with
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
 GRAPH_NODE_NS = 1_000
@@ -92,24 +93,25 @@ class Change:
 
 def anchors(g: StepGraph) -> np.ndarray:
     """Measured time for nodes without predecessors and for step starts (a what-if applies
-    to each step as it started), else no anchor."""
-    has_pred = np.zeros(len(g.node_time), bool)
-    has_pred[g.dst] = True
-    out = np.where(has_pred, NO_ANCHOR, g.node_time)
-    for st in g.steps:
-        out[st.start] = g.node_time[st.start]
-    return out
+    to each step as it started), else no anchor (:attr:`StepGraph.anchor`, read-only)."""
+    return g.anchor
 
 
 def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Node times and binding edges after *change* (None: the measured graph)."""
-    d = g.delay.copy() if change is None else delays(g, change)
-    anchor = anchors(g)
     if change is None:  # the measured graph replays to its measured times (step_graph)
-        done = settled(g.node_time, g.src, g.dst, d, anchor)
+        done = settled(g.node_time, g.src, g.dst, g.delay, g.anchor, g.in_groups)
         if done is not None:
             return done
-    return replay(len(g.node_time), g.topo, g.pred, g.src, d, anchor)
+    d = g.delay if change is None else delays(g, change)
+    times, why = replay_with(g.replay_plan, d)
+    assert why is not None
+    return times, why
+
+
+def run_times(g: StepGraph, change: Change) -> np.ndarray:
+    """Node times after *change* (:func:`run` without the binding edges)."""
+    return replay_with(g.replay_plan, delays(g, change), binding=False)[0]
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:

@@ -17,6 +17,7 @@ collectives' kernel ends (a collective ends together on every rank).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,13 +25,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from analyzers.critical_path.labels import distinct
-from analyzers.critical_path.paths import first_latest_in_edges, forward_order, in_edges
+from analyzers.critical_path.paths import (
+    NO_ANCHOR,
+    InGroups,
+    first_latest_in_edges,
+    forward_order,
+    in_edges,
+    in_groups,
+)
 from analyzers.critical_path.rank_graph import (
     KINDS,
     SYNC_CALL_NAMES,
     RankGraph,
     rank_graph,
 )
+from analyzers.critical_path.replay import ReplayPlan, replay_plan
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -106,6 +115,31 @@ class StepGraph:
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
+    groups: InGroups | None = None
+    """:attr:`pred` by number of in-edges (:func:`analyzers.critical_path.paths.in_groups`)."""
+
+    @functools.cached_property
+    def in_groups(self) -> InGroups:
+        """:attr:`groups`, made when not given."""
+        return self.groups if self.groups is not None else in_groups(self.pred)
+
+    @functools.cached_property
+    def anchor(self) -> np.ndarray:
+        """Per node, the time the replay holds it at or after (read-only): the measured time
+        of nodes without predecessors and of step starts (a what-if applies to each step as it
+        started), else :data:`~analyzers.critical_path.paths.NO_ANCHOR`."""
+        has_pred = np.diff(self.pred[0]) > 0
+        out = np.where(has_pred, NO_ANCHOR, self.node_time)
+        for st in self.steps:
+            out[st.start] = self.node_time[st.start]
+        out.flags.writeable = False
+        return out
+
+    @functools.cached_property
+    def replay_plan(self) -> ReplayPlan:
+        """The replay's plan of this graph and :attr:`anchor` (by node id: chains are mostly
+        runs in the ids of :mod:`analyzers.critical_path.rank_graph`)."""
+        return replay_plan(len(self.node_time), self.topo, self.pred, self.src, self.anchor)
 
     @property
     def cause(self) -> np.ndarray:
@@ -307,8 +341,9 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     gap = aligned[d_all] - aligned[s_all]
     n = len(aligned)
     pred = in_edges(n, d_all)
+    groups = in_groups(pred)
     binding = np.zeros(len(s_all), bool)
-    binding[first_latest_in_edges(pred, aligned[s_all])] = True
+    binding[first_latest_in_edges(pred, aligned[s_all], groups)] = True
     delay = np.where(binding, gap, np.minimum(gap, 0))
     topo = forward_order(n, s_all, d_all, aligned, gap)
     del gap
@@ -345,6 +380,7 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         topo,
         pred,
         dropped,
+        groups,
     )
 
 

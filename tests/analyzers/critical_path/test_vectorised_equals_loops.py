@@ -13,13 +13,12 @@ from hypothesis import strategies as st
 from analyzers.critical_path import rank_graph as rg
 from analyzers.critical_path.blame import Segment, step_paths
 from analyzers.critical_path.paths import (
-    chain_roots,
     first_latest_in_edges,
     forward_order,
     in_edges,
-    replay,
     settled,
 )
+from analyzers.critical_path.replay import chain_roots, replay
 from analyzers.critical_path.simulate import Change, anchors, delays, run
 from analyzers.critical_path.sources import COMMUNICATION, MEMORY
 from analyzers.critical_path.step_graph import KINDS, build_step_graph
@@ -428,3 +427,35 @@ def test_collective_kernel_edges_equal_the_dict_over_every_gpu_edge() -> None:
             assert _pair_edges(p) == _pair_edges_loop(p)
             found += len(_pair_edges(p))
     assert found > 0
+
+
+# binding forests: each node's predecessor is an earlier node, mostly the one just before it
+# (runs), sometimes further back or none; times non-decreasing along ids (runs walked whole)
+walk_forests = st.integers(1, 60).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.tuples(st.integers(0, 7), st.integers(0, 59)), min_size=n, max_size=n),
+        st.lists(st.integers(0, 3), min_size=n, max_size=n),
+        st.lists(st.tuples(*[st.integers(0, 59)] * 3, st.integers(-1, 1)), max_size=8),
+    )
+)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(walk_forests)
+def test_walk_by_runs_equals_the_walk_node_by_node(forest) -> None:
+    from analyzers.critical_path.blame import _Walk
+
+    picks, gaps, queries = forest
+    n = len(picks)
+    up = np.full(n, -1, np.int64)
+    for v, (kind, back) in enumerate(picks):
+        if v and kind:  # 0: no predecessor; 1-5: the node just before; 6-7: further back
+            up[v] = v - 1 if kind <= 5 else back % v
+    times = np.cumsum(gaps).astype(np.int64)
+    walk = _Walk(up, times)
+    assert walk.by_runs
+    for c, s, x, d in queries:  # stop times at, just before and just after a node's
+        c, s, lo = c % n, s % n, int(times[x % n]) + d
+        got, got_untracked = walk.back(c, s, lo)
+        want, want_untracked = walk._nodes(c, s, lo)
+        assert got.tolist() == want.tolist() and got_untracked == want_untracked
