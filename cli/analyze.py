@@ -100,23 +100,25 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
 
 def _start_read_early(paths: list[str]) -> None:
     """With one Kineto file to read, or two that the engine will read here one after the other
-    (both large enough for a parallel read, so
-    :func:`~reports.summary.planning.here_on_two_cpus` holds and no pool is spawned), start
-    the first one's parallel read helper before the heavy imports
-    (:func:`collectors.kineto.parallel.start_early`); the engine joins it when it parses the
-    file, and a helper left unjoined (the parse cache had the file) is stopped once the
-    analysis is done.  Nothing here raises: the engine reports bad input as always."""
+    (both large enough that :func:`~reports.summary.planning.here_on_two_cpus` holds and no
+    pool is spawned), begin reading the first one before the heavy imports
+    (:func:`collectors.kineto.early.start`: in a thread, or a forked helper for huge files); the
+    engine takes that read when it parses the file, and a read left untaken (the parse cache
+    had the file) is stopped.  Nothing here raises: the engine reports bad input as always."""
     import contextlib
 
     from collectors.discover import expand_inputs
-    from collectors.kineto.parallel import start_early, wanted
+    from collectors.kineto import early
+    from collectors.kineto.parallel import MIN_TEXT_BYTES, text_bytes
 
     with contextlib.suppress(Exception):
         kineto, sqlite, reps = expand_inputs(paths)
         if sqlite or reps or not kineto:
             return
-        if len(kineto) == 1 or (len(kineto) == 2 and all(wanted(k) for k in kineto)):
-            start_early(kineto[0])
+        if len(kineto) == 1 or (
+            len(kineto) == 2 and all(text_bytes(k) >= MIN_TEXT_BYTES for k in kineto)
+        ):
+            early.start(kineto[0])
 
 
 def run_analyze(
@@ -178,9 +180,9 @@ def run_analyze(
             use_cache=not no_cache,
             progress=progress,
         )
-    from collectors.kineto.parallel import cancel_early
+    from collectors.kineto import early
 
-    cancel_early()  # a helper the parse cache made useless
+    early.cancel()  # a read the parse cache made useless
     for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
         err.print(f"gpuscope: note: {line}", markup=False)
     # two files claiming one rank make the input set wrong, not one file: no output at all

@@ -37,7 +37,12 @@ def read_kineto_cached(
 
     if cache is None:
         return read(), LoadOutcome("bypass")
-    return cache.load("kineto", [path], read, key=key)
+    traces, outcome = cache.load("kineto", [path], read, key=key)
+    if outcome.status == "hit":  # a read begun before the imports is not needed
+        from collectors.kineto import early
+
+        early.cancel(path)
+    return traces, outcome
 
 
 def read_nsys_cached(

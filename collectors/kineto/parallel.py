@@ -184,11 +184,17 @@ def start_early(path: str | Path, include_python: bool = False) -> bool:
     return True
 
 
-def cancel_early() -> None:
-    """Kill and reap every helper :func:`start_early` started that no read joined."""
-    while _early:
-        _, h = _early.popitem()
-        h.process.stop()
+def cancel_early(path: str | Path | None = None) -> None:
+    """Kill and reap the helpers :func:`start_early` started that no read joined: every one, or
+    those of *path*."""
+    keys = list(_early)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            keys = [k for k in keys if k[0] == str(Path(path).resolve())]
+    for k in keys:
+        h = _early.pop(k, None)
+        if h is not None:
+            h.process.stop()
 
 
 def _fork_helper(path: Path, include_python: bool) -> _Helper:

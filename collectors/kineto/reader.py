@@ -27,6 +27,7 @@ from pathlib import Path
 
 from collectors.errors import InputError
 from collectors.files import regular_file
+from collectors.kineto import early
 from collectors.kineto import parallel as parallel_read
 from collectors.kineto.rows import RowParts, read_rows
 from collectors.kineto.stream import Fallback
@@ -105,8 +106,12 @@ def read_kineto(
 
 
 def _rows(path: Path, include_python: bool, in_parallel: bool | None) -> RowParts:
-    """The file's rows: read in parallel when asked (or when that pays off), else serially
+    """The file's rows: from the read begun before the imports (:mod:`collectors.kineto.early`)
+    when there is one, else read in parallel when asked (or when that pays off), else serially
     (also when the parallel read does not succeed: the serial read reports what is wrong)."""
+    begun = early.take(path, include_python)
+    if begun is not None:
+        return begun
     if in_parallel or (in_parallel is None and parallel_read.wanted(path)):
         try:
             return parallel_read.read_rows(path, include_python)

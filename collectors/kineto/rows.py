@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
+from threading import Event
 from typing import Any
 
 import msgspec
@@ -603,18 +604,26 @@ class RowParts:
     """What was rejected (:meth:`Rows._notes`)."""
 
 
-def read_rows(path: Path, include_python: bool, *, lookahead: bool = False) -> RowParts:
+class Cancelled(Exception):
+    """A read stopped by its *stop* event (:func:`read_rows`)."""
+
+
+def read_rows(
+    path: Path, include_python: bool, *, lookahead: bool = False, stop: Event | None = None
+) -> RowParts:
     """Every row of *path*, read by this process: chunk by chunk (*lookahead*: each chunk
     scanned in a worker thread while the one before becomes rows, :func:`stream_chunks`), else
     (the text does not suit the chunked reader, or is malformed) from the whole text at once,
-    which reports errors.
+    which reports errors.  *stop*: once set, the read raises :class:`Cancelled` at its next
+    chunk.
 
     Raises:
         InputError: unreadable file, corrupt gzip, invalid JSON, not a Kineto trace, malformed
             ``args``, no events.
+        Cancelled: *stop* was set.
     """
     try:
-        rows = read_chunks(path, include_python, lookahead=lookahead)
+        rows = read_chunks(path, include_python, lookahead=lookahead, stop=stop)
     except Fallback:
         rows = _collect(whole_chunks(path), Rows(path, include_python))
     return rows.parts()
@@ -627,10 +636,12 @@ def read_chunks(
     claimed: Any = None,
     ends: list[int] | None = None,
     lookahead: bool = False,
+    stop: Event | None = None,
 ) -> Rows:
     """The rows of the chunks of *path* this process decodes: all, or with *claimed* (the
     shared ``multiprocessing.Value`` of a parallel read: chunks claimed so far) those it claims
-    (:class:`ChunkClaims`); *ends* and *lookahead* as in :func:`stream_chunks`.
+    (:class:`ChunkClaims`); *ends* and *lookahead* as in :func:`stream_chunks`; *stop* as in
+    :func:`read_rows`.
 
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
@@ -638,14 +649,22 @@ def read_chunks(
     owned = None if claimed is None else ChunkClaims(claimed)
     try:
         chunks = stream_chunks(path, owned=owned, ends=ends, lookahead=lookahead)
-        return _collect(chunks, Rows(path, include_python))
+        return _collect(chunks, Rows(path, include_python), stop)
     except InputError:
         raise Fallback from None
 
 
-def _collect(chunks: Iterator[Chunk | NativeChunk | None], rows: Rows) -> Rows:
-    """*rows* with every decoded chunk of *chunks* added (None: a chunk another process has)."""
+def _collect(
+    chunks: Iterator[Chunk | NativeChunk | None], rows: Rows, stop: Event | None = None
+) -> Rows:
+    """*rows* with every decoded chunk of *chunks* added (None: a chunk another process has).
+
+    Raises:
+        Cancelled: *stop* was set.
+    """
     for index, chunk in enumerate(chunks):
+        if stop is not None and stop.is_set():
+            raise Cancelled
         if chunk is not None:
             rows.add(chunk, index)
         del chunk  # not alive while the next one decodes

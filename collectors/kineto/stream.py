@@ -21,9 +21,11 @@ of the whole-text reader: only the ``args`` of the events that become rows must 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from queue import SimpleQueue
+from typing import Any
 
 import msgspec
 
@@ -64,9 +66,6 @@ from collectors.kineto.native import NativeChunk
 from collectors.kineto.native import enabled as native_enabled
 from collectors.kineto.native import scan as native_scan
 from collectors.kineto.source import Fallback, read_bytes, text_pieces
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 CHUNK_BYTES = 2 << 20
 """Decode ``traceEvents`` in chunks of about this much JSON text."""
@@ -337,11 +336,11 @@ def stream_chunks(
             chunk: Chunk | NativeChunk | None = None
             ahead: list[bytes] = []
             if scanner is not None:
-                job = scanner.submit(text, cuts[0].start() + 1)
+                scanner.submit(text, cuts[0].start() + 1)
                 if held:  # the caller takes the chunk before while this one is scanned
                     yield held.pop()
                     ahead = _gunzip_ahead(pieces)
-                chunk = job.result()
+                chunk = scanner.result()
                 if chunk is not None:
                     cut = cuts[0]
                 else:
@@ -373,10 +372,10 @@ def stream_chunks(
             yield None
             return
         if scanner is not None:
-            job = scanner.submit(rest, len(rest), tail=True)
+            scanner.submit(rest, len(rest), tail=True)
             if held:
                 yield held.pop()
-            native = _with_top(job.result(), rest)
+            native = _with_top(scanner.result(), rest)
         else:
             native = _with_top(native_scan(rest, 0, len(rest), tail=True), rest)
         last = native or _chunk(b'{"traceEvents":[' + rest, path, tail=True)
@@ -388,20 +387,37 @@ def stream_chunks(
 
 
 class _AheadScanner:
-    """One worker thread that scans chunks natively (:func:`native_scan` releases the GIL for
-    the parse, so it runs beside the caller's Python work)."""
+    """One worker thread that scans chunks natively, one at a time (:func:`native_scan`
+    releases the GIL for the parse, so it runs beside the caller's Python work)."""
 
     def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+        self._jobs: SimpleQueue[tuple[bytes, int, bool] | None] = SimpleQueue()
+        self._done: SimpleQueue[tuple[NativeChunk | None, BaseException | None]] = SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="gpuscope-scan", daemon=True)
+        self._thread.start()
 
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuscope-scan")
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            text, stop, tail = job
+            try:
+                self._done.put((native_scan(text, 0, stop, tail=tail), None))
+            except BaseException as e:  # raised by result(), in the caller's thread
+                self._done.put((None, e))
 
-    def submit(self, text: bytes, stop: int, *, tail: bool = False) -> Future[NativeChunk | None]:
+    def submit(self, text: bytes, stop: int, *, tail: bool = False) -> None:
         """Scan ``text[:stop]`` (the chunk's events; *tail*: up to the array's ``]``)."""
-        return self._pool.submit(native_scan, text, 0, stop, tail=tail)
+        self._jobs.put((text, stop, tail))
+
+    def result(self) -> NativeChunk | None:
+        """The chunk of the last :meth:`submit` (None: declined), once scanned."""
+        chunk, error = self._done.get()
+        if error is not None:
+            raise error
+        return chunk
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._jobs.put(None)
+        self._thread.join()
 
 
 def _gunzip_ahead(pieces: Iterator[bytes]) -> list[bytes]:

@@ -140,6 +140,9 @@ def analyze_paths(
         cached = scheduler is None and results_cached(units, options, inputs, cache_root)
         if cached:
             notes.append("every input's per-rank results are cached: read in this process")
+            from collectors.kineto import early
+
+            early.cancel()  # a read begun before the imports is not needed
         elif scheduler != "sync" and not picklable((options, inputs)):
             notes.append(
                 "the side inputs (AnalysisInputs) cannot be sent to worker processes: ran here"

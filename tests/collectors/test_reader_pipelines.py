@@ -22,7 +22,8 @@ from tests.support.env import shared_path
 
 KINETO = Path(collectors.kineto.__file__).parent
 KINETO_CALLS_DOWN = {
-    "reader": {"parallel", "rows", "tables"},
+    "reader": {"early", "parallel", "rows", "tables"},
+    "early": {"parallel", "rows"},
     "parallel": {"rows"},
     "rows": {"stream", "columns", "native"},
     "stream": {"source", "decode", "native"},

@@ -1,0 +1,114 @@
+"""Reading a Kineto file before the caller has imported the rest of its work.
+
+The CLI knows the file it will read before it imports pandas and the analyses (about 0.2 s).
+:func:`start` begins the read then: for a file large enough to be read by two processes
+(:func:`collectors.kineto.parallel.wanted`) it forks the parallel read's helper
+(:func:`collectors.kineto.parallel.start_early`); otherwise, where the native scanner is enabled
+and a second CPU is usable, it reads the file in a thread (the chunks' scan releases the GIL,
+so it runs beside the imports).  :func:`take` joins that read when the reader wants the file
+(:func:`collectors.kineto.reader.read_kineto`): the rows are exactly a serial read's, and an
+error it met is raised there, as a serial read raises it.  :func:`cancel` stops reads no one
+took (the parse cache had the file): a thread stops at its next chunk.
+
+This module imports only what the rows stage imports (numpy, msgspec), no pandas.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.kineto import parallel
+from collectors.kineto.native import enabled as native_enabled
+from collectors.kineto.rows import Cancelled, RowParts, read_rows
+
+
+@dataclass
+class _Read:
+    """A read of (path, include_python) running in a thread."""
+
+    thread: threading.Thread
+    stop: threading.Event
+    outcome: list[Any] = field(default_factory=list)
+    """``[RowParts]`` or ``[exception]`` once the thread is done."""
+
+
+_reads: dict[tuple[str, bool], _Read] = {}
+"""Reads started by :func:`start` in a thread, by (resolved path, include_python)."""
+
+
+def _key(path: str | Path, include_python: bool) -> tuple[str, bool]:
+    return (str(Path(path).resolve()), include_python)
+
+
+def start(path: str | Path, include_python: bool = False) -> bool:
+    """Begin reading *path* now, in a forked helper or a thread (see the module docstring);
+    True when a read was started.  Nothing here raises: the read reports bad input when taken.
+    """
+    if parallel.start_early(path, include_python):
+        return True
+    p = Path(path)
+    try:
+        key = _key(p, include_python)
+        if key in _reads or not p.is_file() or not native_enabled() or not parallel.spare_cpu():
+            return False
+    except OSError:
+        return False
+    read = _Read(threading.Thread(target=lambda: None), threading.Event())
+
+    def run() -> None:
+        try:
+            read.outcome.append(read_rows(p, include_python, lookahead=True, stop=read.stop))
+        except BaseException as e:  # handed to the taker, who raises it
+            read.outcome.append(e)
+
+    read.thread = threading.Thread(target=run, name="gpuscope-early-read", daemon=True)
+    if not _reads:
+        atexit.register(cancel)
+    _reads[key] = read
+    read.thread.start()
+    return True
+
+
+def take(path: str | Path, include_python: bool) -> RowParts | None:
+    """The rows of the read :func:`start` began in a thread for *path* (joined), or None when
+    there is none.
+
+    Raises:
+        InputError: what the read of the file raised (exactly a serial read's error).
+    """
+    try:
+        read = _reads.pop(_key(path, include_python), None)
+    except OSError:
+        return None
+    if read is None:
+        return None
+    read.thread.join()
+    (outcome,) = read.outcome
+    if isinstance(outcome, BaseException):
+        raise outcome
+    assert isinstance(outcome, RowParts)
+    return outcome
+
+
+def cancel(path: str | Path | None = None) -> None:
+    """Stop the reads :func:`start` began that no one took: of *path* only, or all (a thread
+    stops at its next chunk; a forked helper is killed)."""
+    keys: list[tuple[str, bool]] = []
+    if path is None:
+        keys = list(_reads)
+    else:
+        with contextlib.suppress(OSError):
+            keys = [k for k in _reads if k[0] == str(Path(path).resolve())]
+    parallel.cancel_early(path)
+    for k in keys:
+        read = _reads.pop(k, None)
+        if read is not None:
+            read.stop.set()
+            read.thread.join()
+            if read.outcome and isinstance(read.outcome[0], Cancelled):
+                read.outcome.clear()

@@ -1,0 +1,109 @@
+"""A read begun before the imports (collectors.kineto.early) gives exactly the serial read's
+Trace or error when the reader takes it, and stops when no one does."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from collectors.errors import InputError
+from collectors.kineto import early, native, read_kineto
+from collectors.kineto import parallel as kineto_parallel
+from collectors.kineto.native import NativeChunk
+from collectors.kineto.rows import Rows, read_rows
+from collectors.kineto.stream import Chunk
+from collectors.kineto.tables import build_trace
+from collectors.model import Trace
+from tests.support.env import SAMPLES, shared_path
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the native scanner is not built")
+
+
+@pytest.fixture(autouse=True)
+def _spare_cpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Two usable CPUs and the scanner on, whatever the machine; no read left behind."""
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.delenv(kineto_parallel.ENV, raising=False)
+    monkeypatch.setenv(native.ENV, "1")
+    yield
+    early.cancel()
+
+
+def _same(a: Trace, b: Trace) -> None:
+    import pandas as pd
+
+    for table in ("gpu", "host", "annotations", "counters"):
+        pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table), check_exact=True)
+    assert a.meta == b.meta
+
+
+def test_a_read_begun_early_is_taken_by_the_reader() -> None:
+    path = shared_path("kineto", "hta", "nccl_parser_config", "nccl_data.json.gz")
+    serial = read_kineto(path, parallel=False)
+    assert early.start(path)
+    assert not early.start(path)  # one read per file
+    taken = early._reads[early._key(path, False)]
+    _same(read_kineto(path), serial)
+    assert not early._reads and not taken.thread.is_alive()
+
+
+def test_a_bad_file_read_early_raises_the_serial_reads_error(tmp_path: Path) -> None:
+    bad = tmp_path / "t.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1}, {]}')
+    with pytest.raises(InputError) as serial:
+        read_kineto(bad, parallel=False)
+    assert early.start(bad)
+    with pytest.raises(InputError) as taken:
+        read_kineto(bad)
+    assert str(taken.value) == str(serial.value)
+
+
+def test_a_read_no_one_takes_stops_at_its_next_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    entered, release = threading.Event(), threading.Event()
+    add = Rows.add
+
+    def slow_add(self: Rows, chunk: Chunk | NativeChunk, index: int) -> None:
+        entered.set()
+        release.wait(5)
+        add(self, chunk, index)
+
+    monkeypatch.setattr(Rows, "add", slow_add)
+    monkeypatch.setattr("collectors.kineto.stream.CHUNK_BYTES", 4096)
+    assert early.start(path)
+    assert entered.wait(5)
+    read = early._reads[early._key(path, False)]
+    read.stop.set()
+    release.set()
+    early.cancel(path)
+    assert not read.thread.is_alive() and not early._reads
+    assert early.take(path, False) is None  # the reader then reads the file itself
+
+
+def test_no_early_read_without_the_scanner_a_spare_cpu_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    assert not early.start(tmp_path / "missing.json")
+    assert not early.start(tmp_path)
+    monkeypatch.setenv(native.ENV, "0")
+    assert not early.start(path)
+    monkeypatch.setenv(native.ENV, "1")
+    monkeypatch.setattr(kineto_parallel, "usable_cpus", lambda: 1)
+    assert not early.start(path)
+    assert not early._reads
+
+
+def test_a_cache_hit_stops_the_early_read(tmp_path: Path) -> None:
+    from collectors.cache import TraceCache, read_kineto_cached
+
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    cache = TraceCache(tmp_path / "cache")
+    read_kineto_cached(path, cache)  # built
+    assert early.start(path)
+    traces, outcome = read_kineto_cached(path, cache)
+    assert outcome.status == "hit" and not early._reads
+    _same(traces[0], build_trace(read_rows(path, False), None))
