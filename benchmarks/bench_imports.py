@@ -52,7 +52,7 @@ def _hook(event, args):
         sys.stderr.flush()
 sys.addaudithook(_hook)
 sys.argv = ["gpuscope", *sys.argv[2:]]
-from cli.main import main
+from cli.launch import main  # the console script's entry point
 rc = main()
 sys.stderr.write("gpuscope-bench: modules " + " ".join(sorted(sys.modules)) + "\\n")
 sys.exit(rc)

@@ -3,8 +3,9 @@
 **Table 1, whole process** (what a user waits for).  Per trace, each side runs in a fresh
 process, the two interleaved, ``--repeat`` times (median reported):
 
-- gpuscope: the command ``gpuscope analyze TRACE --json OUT --no-cache`` (``python -m
-  cli.main``; every registered summary section, the tables printed to /dev/null);
+- gpuscope: the command ``gpuscope analyze TRACE --json OUT --no-cache`` (the console
+  script's entry point, ``cli.launch:run``; every registered summary section, the tables
+  printed to /dev/null);
 - HTA (``traceinsight``, import name ``hta``) with ``HTA_DISABLE_NS_ROUNDING=1`` (exact times,
   the numbers gpuscope reproduces): a script that imports HTA and runs ``TraceAnalysis`` load,
   ``get_comm_comp_overlap`` and ``get_temporal_breakdown``.
@@ -59,6 +60,10 @@ SHARED = Path(os.environ.get("GPUSCOPE_SHARED", REPO.parent / "shared"))
 HTA_DATA = SHARED / "data" / "kineto" / "hta"
 MTIA = HTA_DATA / "mtia_trace_single_rank" / "mtia_rank_0.json.gz"
 NCCL = HTA_DATA / "nccl_parser_config" / "nccl_data.json.gz"
+
+GPUSCOPE = [sys.executable, "-c", "from cli.launch import run; run()"]
+"""The ``gpuscope`` console script's entry point (``cli.launch:run``), run by this interpreter
+(whose environment has gpuscope installed): the command a user runs."""
 
 GENERATED = {"300mb": (1, 300.0), "2x47mb": (2, 50.0), "2gb": (1, 2000.0)}
 """name → (ranks, --target-mb) of the traces generated from nccl_parser_config."""
@@ -308,7 +313,7 @@ def warm_up(hta_py: Path, env: dict[str, str]) -> None:
     small = REPO / "sample_traces" / "torch_cpu" / "rank-0.json.gz"
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "s.json")
-        cmd = [sys.executable, "-m", "cli.main", "analyze", str(small), "--json", out, "--no-cache"]
+        cmd = [*GPUSCOPE, "analyze", str(small), "--json", out, "--no-cache"]
         subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
         subprocess.run(
             [str(hta_py), "-c", "import hta.trace_analysis"], capture_output=True, env=env
@@ -324,9 +329,7 @@ def whole_process(
         for _ in range(repeat):  # interleaved: machine noise hits both alike
             g = run_measured(
                 [
-                    sys.executable,
-                    "-m",
-                    "cli.main",
+                    *GPUSCOPE,
                     "analyze",
                     str(path),
                     "--json",

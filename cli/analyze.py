@@ -13,6 +13,7 @@ import typer
 
 from cli import memory_settings
 from cli.captures import GRAPH_CAPTURE_HELP
+from cli.early_read import start_read_early
 from cli.outputs import ForceOpt
 from collectors.errors import UsageError
 from reports.output import check_outputs
@@ -98,29 +99,6 @@ def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> Analys
     return AnalysisInputs(ncu=report, ncu_peaks=ncu_peaks, gpu_peaks=table)
 
 
-def _start_read_early(paths: list[str]) -> None:
-    """With one Kineto file to read, or two that the engine will read here one after the other
-    (both large enough that :func:`~reports.summary.planning.here_on_two_cpus` holds and no
-    pool is spawned), begin reading the first one before the heavy imports
-    (:func:`collectors.kineto.early.start`: in a thread, or a forked helper for huge files); the
-    engine takes that read when it parses the file, and a read left untaken (the parse cache
-    had the file) is stopped.  Nothing here raises: the engine reports bad input as always."""
-    import contextlib
-
-    from collectors.discover import expand_inputs
-    from collectors.kineto import early
-    from collectors.kineto.parallel import MIN_TEXT_BYTES, text_bytes
-
-    with contextlib.suppress(Exception):
-        kineto, sqlite, reps = expand_inputs(paths)
-        if sqlite or reps or not kineto:
-            return
-        if len(kineto) == 1 or (
-            len(kineto) == 2 and all(text_bytes(k) >= MIN_TEXT_BYTES for k in kineto)
-        ):
-            early.start(kineto[0])
-
-
 def run_analyze(
     paths: list[str],
     json_out: Path | None = None,
@@ -147,7 +125,7 @@ def run_analyze(
     _check_options(hta_version)
     check_outputs([json_out, html], force=force)
     if scheduler is None and workers is None:
-        _start_read_early(paths)
+        start_read_early(paths)  # a no-op when cli.launch began the read
     import dataclasses
 
     from rich.console import Console

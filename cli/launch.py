@@ -1,0 +1,40 @@
+"""The ``gpuscope`` console script: begins ``analyze``'s read, then runs the command.
+
+The command-line app (:mod:`cli.main`) imports typer and rich, and ``analyze`` then imports
+pandas and the analyses: about 0.4 s before the first byte of a trace could be read.  For
+``gpuscope analyze PATH...`` this entry point applies the command's memory settings (before
+numpy is imported, :mod:`cli.memory_settings`) and begins reading the trace
+(:mod:`cli.early_read`) first, so that the imports and the read overlap; typer then parses the
+command line as always, and the command takes the read when it reads the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """:func:`cli.main.main` after beginning ``analyze``'s read; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["analyze"]:
+        from cli.early_read import analyze_inputs, start_read_early
+
+        paths = analyze_inputs(args[1:])
+        if paths:
+            from cli import memory_settings
+
+            memory_settings.apply()
+            start_read_early(paths)
+    from cli.main import main as cli_main
+
+    return cli_main(args)
+
+
+def run() -> NoReturn:
+    """The console script: :func:`main`, then :func:`cli.main.exit_now` with its code."""
+    code = main()
+    from cli.main import exit_now
+
+    exit_now(code)
