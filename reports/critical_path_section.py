@@ -182,8 +182,8 @@ def section_alone(
     fn: Any, trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs
 ) -> dict[str, Any] | None:
     """The section of :func:`part_alone` without the rank's part table (nothing will combine
-    or cache it)."""
-    return _graph_and_section(trace)[1]
+    or cache it), nor its collectives (only joins across ranks read them)."""
+    return _graph_and_section(trace, collectives=False)[1]
 
 
 def part_early(
@@ -204,12 +204,15 @@ def part_early(
     return part_table(graph), value
 
 
-def _graph_and_section(trace: Trace) -> tuple[RankGraph, dict[str, Any] | None]:
-    """The rank's graph part and the section of a run of that rank alone."""
+def _graph_and_section(
+    trace: Trace, collectives: bool = True
+) -> tuple[RankGraph, dict[str, Any] | None]:
+    """The rank's graph part (with its collectives when *collectives*) and the section of a
+    run of that rank alone."""
     from analyzers.critical_path.analysis import critical_path_analysis
     from analyzers.critical_path.rank_graph import rank_graph
 
-    part = rank_graph(trace)
+    part = rank_graph(trace, collectives)
     result = critical_path_analysis([part])
     return part, section_from(result) if result.paths else None
 

@@ -61,35 +61,44 @@ def walk_arrays(
     the last start pushed at depth *d* − 1 (the stack's slot *d* − 1 holds the last push to it,
     whatever ended since); the walk visits the starts in push order (a node's descendants are
     pushed while it is on the stack, before its next sibling) and leaves each node after its
-    subtree, deepest first.  Equal to :func:`_walk` (a property test checks it)."""
+    subtree, deepest first.  When every end pops its own event (the events nest), that walk is
+    the boundaries' order itself.  Equal to :func:`_walk` (a property test checks it)."""
     n = len(grp)
     if not n:
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(0, bool), empty
+    ix = np.int32 if 2 * n + 1 < 2**31 else np.int64
     dur = end[grp] - ts[grp]
-    times = np.concatenate([ts[grp], end[grp]])
     is_start = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
-    d = np.concatenate([-dur, dur])
-    o = np.concatenate([order[grp], -order[grp]])
-    seq = _lexsort_by_time(times, (o, d, is_start))
+    seq = _lexsort_by_time(
+        np.concatenate([ts[grp], end[grp]]),
+        (np.concatenate([order[grp], -order[grp]]), np.concatenate([-dur, dur]), is_start),
+    )
+    del dur
     ids = np.concatenate([grp, grp])[seq]
     st = is_start[seq].astype(bool)
-    step = np.where(st, 1, -1).astype(np.int64)
-    total = np.cumsum(step)
-    depth = total - np.minimum(0, np.minimum.accumulate(total))
-    pos = np.flatnonzero(st)  # starts in push order = the walk's preorder
+    del is_start, seq
+    total = np.cumsum(np.where(st, 1, -1).astype(ix), dtype=ix)
+    floor = np.minimum.accumulate(total)
+    clipped = bool(floor[-1] < 0)  # an end popped an empty stack
+    depth = total - np.minimum(floor, 0) if clipped else total
+    del total, floor
+    pos = np.flatnonzero(st).astype(ix)  # starts in push order = the walk's preorder
     node = ids[pos]
     level = depth[pos]  # ≥ 1
-    # parent: the last earlier start pushed at level - 1
-    key = level * (2 * n + 1) + pos
-    by_key = np.argsort(key, kind="stable")
-    sorted_key = key[by_key]
-    want = (level - 1) * (2 * n + 1) + pos
-    at = np.searchsorted(sorted_key, want, side="left") - 1
-    ok = (level > 1) & (at >= 0)
-    cand = by_key[np.maximum(at, 0)]
-    ok &= level[cand] == level - 1
-    parent_i = np.where(ok, cand, -1)  # preorder index of the parent, -1 root
+    # the last earlier start pushed at a level: one sorted search in (level, position) keys
+    pushes = _Pushes(level, pos, 2 * n + 1)
+    parent_i = pushes.last(level - 1, pos)  # preorder index of the parent, -1 root
+    par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1).astype(np.int64)
+    ends = np.flatnonzero(~st)
+    if not clipped:
+        popped = pushes.last(depth[ends] + 1, ends)  # the event on top at each end
+        if (popped >= 0).all() and np.array_equal(node[popped], ids[ends]):
+            parent = np.empty(2 * n, np.int64)
+            parent[pos] = par_ev
+            parent[ends] = par_ev[popped]
+            return ids.astype(np.int64), st, parent
+    del ends, pushes
     # subtree sizes, deepest level first
     size = np.ones(n, np.int64)
     for lv in range(int(level.max()), 1, -1):
@@ -97,6 +106,7 @@ def walk_arrays(
         np.add.at(size, parent_i[kids], size[kids])
     idx = np.arange(n, dtype=np.int64)
     slot = idx + size  # a node is left just before the preorder node at idx + size
+    del size
     tree_depth = np.ones(n, np.int64)
     for lv in range(2, int(level.max()) + 1):
         at_lv = np.flatnonzero(level == lv)
@@ -111,8 +121,28 @@ def walk_arrays(
     walk = np.argsort((k_pos * 2 + k_flag) * (top + 1) + (k_depth + top), kind="stable")
     which = np.concatenate([idx, idx])[walk]
     entering = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])[walk]
-    par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1)
-    return node[which].astype(np.int64), entering, par_ev[which].astype(np.int64)
+    return node[which].astype(np.int64), entering, par_ev[which]
+
+
+class _Pushes:
+    """The starts of a walk by (level, position): :meth:`last` finds the last one pushed at a
+    level before a position by one sorted search."""
+
+    def __init__(self, level: np.ndarray, pos: np.ndarray, width: int) -> None:
+        key = level.astype(np.int64) * width + pos
+        self.by_key = np.argsort(key, kind="stable").astype(pos.dtype)
+        self.sorted_key = key[self.by_key]
+        self.level = level
+        self.width = width
+
+    def last(self, at_level: np.ndarray, before: np.ndarray) -> np.ndarray:
+        """Per query, the preorder index of the last start pushed at *at_level* before
+        position *before*, -1 where none."""
+        want = at_level.astype(np.int64) * self.width + before
+        at = np.searchsorted(self.sorted_key, want, side="left") - 1
+        cand = self.by_key[np.maximum(at, 0)]
+        ok = (at >= 0) & (at_level >= 1) & (self.level[cand] == at_level)
+        return np.where(ok, cand, -1)
 
 
 def _lexsort_by_time(times: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -91,11 +91,12 @@ def forward_order(
     time = np.asarray(time, np.int64)
     if gap is None:
         gap = time[dst] - time[src]
+    ix = np.int32 if n < 2**31 else np.int64
     if bool((gap < 0).any()):
-        return np.asarray(topological_order(n, src, dst), np.int64)
+        return np.asarray(topological_order(n, src, dst), ix)
     tie = np.flatnonzero(gap == 0)
     if not len(tie):
-        return np.argsort(time, kind="stable")
+        return np.argsort(time, kind="stable").astype(ix)
     s_tie = np.asarray(src[tie], np.int64)
     d_tie = np.asarray(dst[tie], np.int64)
     nodes = sorted_unique(np.concatenate([s_tie, d_tie]))
@@ -104,7 +105,7 @@ def forward_order(
     )
     among = np.zeros(n, np.int64)
     among[nodes[np.asarray(local, np.int64)]] = np.arange(1, len(nodes) + 1)
-    return np.lexsort((among, time))
+    return np.lexsort((among, time)).astype(ix)
 
 
 def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -117,7 +118,7 @@ def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     m = len(dst)
     ids = np.int32 if max(n, m) < 2**31 else np.int64
     counts = np.bincount(dst, minlength=n)
-    ptr = np.zeros(n + 1, np.int64)
+    ptr = np.zeros(n + 1, ids)
     np.cumsum(counts, out=ptr[1:])
     edges = np.empty(m, ids)
     many = counts[dst] > 1
@@ -176,11 +177,12 @@ def in_groups(pred: tuple[np.ndarray, np.ndarray, np.ndarray]) -> InGroups:
     """The :class:`InGroups` of the in-edges *pred* (:func:`in_edges`)."""
     ptr, edges, first = pred
     counts = np.diff(ptr)
-    one = np.flatnonzero(counts == 1)
-    many = np.flatnonzero(counts > 1)
+    ix = ptr.dtype
+    one = np.flatnonzero(counts == 1).astype(ix)
+    many = np.flatnonzero(counts > 1).astype(ix)
     sizes = counts[many]
     local = np.cumsum(sizes) - sizes  # each node's start within many_edges
-    at = np.repeat(ptr[many] - local, sizes) + np.arange(int(sizes.sum()))
+    at = np.repeat(ptr[many] - local, sizes) + np.arange(int(sizes.sum()), dtype=ix)
     return InGroups(one, first[one], many, edges[at], local, sizes)
 
 
@@ -218,7 +220,7 @@ def settled(
     construction; else None.
     The binding edge of a node is its first in-edge (edge order) reaching ``times[v]`` above the
     anchor, as in the pass.  *groups*: :func:`in_groups` of the edges into *dst*, when at
-    hand."""
+    hand.  The times returned are *times* (a read-only view)."""
     times = np.asarray(times, np.int64)
     anchor = np.asarray(anchor, np.int64)
     gr = groups if groups is not None else in_groups(in_edges(len(times), dst))
@@ -227,7 +229,7 @@ def settled(
     t1, a1 = times[gr.one], anchor[gr.one]
     if not np.array_equal(np.maximum(a1, c1), t1):
         return None
-    why = np.full(len(times), -1, np.int64)
+    why = np.full(len(times), -1, gr.one_edge.dtype)
     why[gr.one] = np.where((c1 == t1) & (c1 > a1), gr.one_edge, -1)
     # nodes with several
     cm = times[src[gr.many_edges]] + delay[gr.many_edges]
@@ -242,4 +244,6 @@ def settled(
     none[gr.many] = False
     if not np.array_equal(anchor[none], times[none]):
         return None
-    return times.copy(), why
+    out = times.view()
+    out.flags.writeable = False
+    return out, why

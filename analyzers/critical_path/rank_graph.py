@@ -201,8 +201,9 @@ def _is_step(name: str) -> bool:
     return digits <= MAX_STEP_DIGITS
 
 
-def rank_graph(trace: Trace) -> RankGraph:
-    """The part of *trace*'s rank (module docstring)."""
+def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
+    """The part of *trace*'s rank (module docstring); without its collectives unless
+    *collectives* (what only joins across ranks read: a sole rank's section needs none)."""
     ev = build_events(trace)
     step_event = ev.name_flags(_is_step)[ev.name_code]
     is_step = ev.is_host & step_event
@@ -233,7 +234,7 @@ def rank_graph(trace: Trace) -> RankGraph:
         node = b.node(int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s]))))
         b.edges(ends, np.full(len(ends), node), "complete")
         step_done.append(node)
-    coll = _collective_rows(ev, trace, start, end)
+    coll = _collective_rows(ev, trace if collectives else None, start, end)
     step_num = np.array([_step_number(str(ev.name_set[ev.name_code[s]])) for s in host_steps])
     step_start = start[host_steps].astype(np.int64)
     ev_name, names, n_host = ev.name_code, ev.name_set, ev.n_host
@@ -399,10 +400,11 @@ def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> 
 
 
 def _collective_rows(
-    ev: Events, trace: Trace, start: np.ndarray, end: np.ndarray
+    ev: Events, trace: Trace | None, start: np.ndarray, end: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """The rank's collectives with a GPU row that is a node, in issue order (RankGraph)."""
-    c = collectives_of(trace)
+    """The rank's collectives with a GPU row that is a node, in issue order (RankGraph); none
+    without *trace*."""
+    c = collectives_of(trace) if trace is not None else None
     keys: list[str] = []
     names: list[str] = []
     kernels: list[str] = []

@@ -41,8 +41,9 @@ class _Runs:
 
 def _runs(n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarray) -> _Runs:
     """The runs of :func:`chain_roots` (its docstring), by node id when *order* is None."""
+    ix = np.int32 if n < 2**31 else np.int64
     if order is None:  # by id: positions are ids
-        at = np.flatnonzero(simple)
+        at = np.flatnonzero(simple).astype(ix)
         node = at
         pos: np.ndarray | None = None
     else:
@@ -54,8 +55,8 @@ def _runs(n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarr
     par = np.asarray(parent, np.int64)[node]
     ppos = par if pos is None else pos[par]
     cont = (ppos == at - 1) & simple[par]  # continues the run of its parent
-    head = np.flatnonzero(~cont)
-    run = np.cumsum(~cont) - 1  # run of each simple node, runs in the order of their heads
+    head = np.flatnonzero(~cont).astype(ix)
+    run = (np.cumsum(~cont, dtype=ix) - 1).astype(ix)  # per simple node, runs by their heads
     # each run hangs from its head's parent: a root (not simple), or a node of an earlier run
     hp = par[head]
     hang = np.flatnonzero(simple[hp])
@@ -74,17 +75,19 @@ def _runs(n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarr
     return _Runs(node, run, head, hang, hang_at, tuple(jumps), run_root)
 
 
-def _sums(r: _Runs, w: np.ndarray) -> np.ndarray:
-    """Per entry of ``r.node``, the sum of the steps *w* (one per entry of ``r.node``) from its
-    chain's root down to it."""
-    csum = np.cumsum(w)  # wraps like the sums it is differenced into: exact
+def _sums(r: _Runs, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per entry of ``r.node``, the sum of the steps *w* (int64, one per entry of ``r.node``)
+    from its chain's root down to it; written into *out* (at least as long) when given."""
+    csum = np.cumsum(w, out=out[: len(w)] if out is not None else None)
+    # wraps like the sums it is differenced into: exact
     before = np.where(r.head > 0, csum[np.maximum(r.head - 1, 0)], 0)
-    local = csum - before[r.run]  # Σ step from the run's head to the node, inclusive
+    csum -= before[r.run]  # Σ step from the run's head to the node, inclusive
     run_add = np.zeros(len(r.head), np.int64)
-    run_add[r.hang] = local[r.hang_at]
+    run_add[r.hang] = csum[r.hang_at]
     for live, above in r.jumps:  # run_add: Σ step from the root to the head's parent
         run_add[live] += run_add[above]
-    return local + run_add[r.run]
+    csum += run_add[r.run]
+    return csum
 
 
 def chain_roots(
@@ -121,11 +124,13 @@ class ReplayPlan:
     runs: _Runs
     chain_edge: np.ndarray
     """Per simple node (``runs.node``), its one in-edge."""
+    chain_root: np.ndarray
+    """Per simple node, its chain's root."""
     hubs: np.ndarray
     """The other nodes, in topological order."""
-    hub_anchor: list[int]
-    loop_hub: list[int]
-    loop_root: list[int]
+    hub_anchor: np.ndarray
+    loop_hub: np.ndarray
+    loop_root: np.ndarray
     loop_edge: np.ndarray
     loop_from: np.ndarray
     """The in-edges of the hubs another hub's time depends on, hub by hub, each hub's in edge
@@ -153,45 +158,53 @@ def replay_plan(
     critical_path.paths.in_edges`), topological order *topo* and *anchor*; chains cut into
     runs along *chains* (a permutation of the nodes; default: by id)."""
     ptr, edges, first = pred
+    ix = np.int32 if max(n, len(edges)) < 2**31 else np.int64
     simple = (np.diff(ptr) == 1) & (np.asarray(anchor) == NO_ANCHOR)
-    parent = np.full(n, -1, np.int64)
+    parent = np.full(n, -1, ix)
     chain = np.flatnonzero(simple)
     parent[chain] = src[first[chain]]
+    del chain
     r = _runs(n, chains, simple, parent)
-    up = np.arange(n, dtype=np.int64)
-    up[r.node] = r.root[r.run]
-    index = np.full(n, -1, np.int64)
-    index[r.node] = np.arange(len(r.node))
-    hubs = np.asarray(topo, np.int64)[~simple[topo]]
-    pos = np.full(n, -1, np.int64)
-    pos[hubs] = np.arange(len(hubs))
+    del parent
+    chain_root = r.root[r.run]
+    up = np.arange(n, dtype=ix)
+    up[r.node] = chain_root
+    index = np.full(n, -1, ix)
+    index[r.node] = np.arange(len(r.node), dtype=ix)
+    hubs = np.asarray(topo)[~simple[topo]].astype(ix)
+    del simple
+    pos = np.full(n, -1, ix)
+    pos[hubs] = np.arange(len(hubs), dtype=ix)
     counts = np.diff(ptr)[hubs]
     at = np.repeat(ptr[hubs] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-    into = np.asarray(edges[at], np.int64)  # the hubs' in-edges, hub by hub, in edge order
-    hub_of = np.repeat(np.arange(len(hubs)), counts)
-    u = np.asarray(src, np.int64)[into]
+    into = np.asarray(edges[at], ix)  # the hubs' in-edges, hub by hub, in edge order
+    del at
+    hub_of = np.repeat(np.arange(len(hubs), dtype=ix), counts)
+    u = np.asarray(src)[into]
     root = pos[up[u]]
+    frm = index[u]
+    del up, index, pos, u
     read = np.zeros(len(hubs), bool)
     read[root] = True
-    in_loop = read[hub_of]
-    sink = np.flatnonzero(~read & (counts > 0))
-    s_edges = ~in_loop
+    loop = read[hub_of]
+    sink = np.flatnonzero(~read & (counts > 0)).astype(ix)
     sizes = counts[sink]
     return ReplayPlan(
         n,
         r,
-        np.asarray(first[r.node], np.int64),
+        np.asarray(first[r.node], ix),
+        chain_root,
         hubs,
-        np.asarray(anchor)[hubs].tolist(),
-        hub_of[in_loop].tolist(),
-        root[in_loop].tolist(),
-        into[in_loop],
-        index[u[in_loop]],
+        np.asarray(anchor)[hubs],
+        hub_of[loop],
+        root[loop],
+        into[loop],
+        frm[loop],
         sink,
-        into[s_edges],
-        root[s_edges],
-        index[u[s_edges]],
-        np.cumsum(sizes) - sizes,
+        into[~loop],
+        root[~loop],
+        frm[~loop],
+        (np.cumsum(sizes) - sizes).astype(ix),
     )
 
 
@@ -203,25 +216,31 @@ def replay_with(
     anchor; -1 when the anchor did; None unless *binding*)."""
     delay = np.asarray(delay, np.int64)
     r = plan.runs
-    acc = _sums(r, delay[plan.chain_edge])  # per simple node: Σ delay from its root
-    acc_x = np.append(acc, 0)  # index -1: a hub, 0 from its root (itself)
+    acc_x = np.zeros(len(r.node) + 1, np.int64)  # the last entry, index -1: a hub, 0
+    acc = _sums(r, delay[plan.chain_edge], acc_x)  # per simple node: Σ delay from its root
 
     def added(edge: np.ndarray, source: np.ndarray) -> np.ndarray:
         return acc_x[source] + delay[edge]
 
-    t = list(plan.hub_anchor)
+    t = plan.hub_anchor.tolist()
     why = [-1] * len(t)
     # One flat pass over the in-edges, hub by hub in topological order: an edge's root is an
     # earlier hub, so it is final when read; strict ">" keeps the first edge reaching the top.
-    loop_edge = plan.loop_edge.tolist()
-    add = added(plan.loop_edge, plan.loop_from).tolist()
-    for k, rt, a, e in zip(plan.loop_hub, plan.loop_root, add, loop_edge, strict=True):
+    rows = zip(  # memoryviews: Python ints one at a time, no lists of them
+        plan.loop_hub.data,
+        plan.loop_root.data,
+        added(plan.loop_edge, plan.loop_from).data,
+        plan.loop_edge.data,
+        strict=True,
+    )
+    for k, rt, a, e in rows:
         c = t[rt] + a
         if c > t[k]:
             t[k] = c
             why[k] = e
     hub_t = np.asarray(t, np.int64)
     hub_why = np.asarray(why, np.int64)
+    del t, why, rows
     if len(plan.sink):  # hubs nothing depends on: all at once
         c = hub_t[plan.sink_root] + added(plan.sink_edge, plan.sink_from)
         sizes = np.diff(np.r_[plan.sink_at, len(c)])
@@ -233,7 +252,7 @@ def replay_with(
         hub_t[plan.sink] = best
     times = np.empty(plan.n, np.int64)
     times[plan.hubs] = hub_t
-    times[r.node] = times[r.root[r.run]] + acc
+    times[r.node] = times[plan.chain_root] + acc
     if not binding:
         return times, None
     why_all = np.full(plan.n, -1, np.int64)

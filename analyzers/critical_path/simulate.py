@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.critical_path.paths import settled
 from analyzers.critical_path.replay import replay_with
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
@@ -98,13 +97,11 @@ def anchors(g: StepGraph) -> np.ndarray:
 
 
 def run(g: StepGraph, change: Change | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Node times and binding edges after *change* (None: the measured graph)."""
-    if change is None:  # the measured graph replays to its measured times (step_graph)
-        done = settled(g.node_time, g.src, g.dst, g.delay, g.anchor, g.in_groups)
-        if done is not None:
-            return done
-    d = g.delay if change is None else delays(g, change)
-    times, why = replay_with(g.replay_plan, d)
+    """Node times and binding edges after *change* (None: the measured graph, whose replay is
+    computed once: :attr:`StepGraph.measured`, read-only)."""
+    if change is None:
+        return g.measured
+    times, why = replay_with(g.replay_plan, delays(g, change))
     assert why is not None
     return times, why
 
@@ -115,13 +112,16 @@ def run_times(g: StepGraph, change: Change) -> np.ndarray:
 
 
 def delays(g: StepGraph, c: Change) -> np.ndarray:
-    """The edge delays under change *c*."""
-    d = g.delay.astype(np.float64)
+    """The edge delays under change *c* (integer ns: a scaled delay rounded half to even)."""
+    if c.kind == "cuda_graphs" and not float(c.node_ns).is_integer():
+        d = g.delay.astype(np.float64)  # a fractional node cost, rounded at the end
+    else:
+        d = g.delay.copy()
     kind = g.kind
     gpu = kind == KINDS.index("gpu")
     if c.kind == "faster":
         hit = np.flatnonzero(gpu & g.label_is(g.category_code, c.category) & g.binding)
-        d[hit] = d[hit] / c.factor
+        d[hit] = np.round(d[hit] / c.factor)
     elif c.kind == "cuda_graphs":
         gaps = (kind == KINDS.index("launch")) | (kind == KINDS.index("stream"))
         gaps = np.flatnonzero(gaps & ~g.unresolved)  # a wait on another stream stays
@@ -140,10 +140,10 @@ def delays(g: StepGraph, c: Change) -> np.ndarray:
                 continue
             k = list(j.kernel_edges)
             d[k] = np.minimum(d[k], 0)
-            d[list(j.transfer_edges)] = new[j.node]
+            d[list(j.transfer_edges)] = np.round(new[j.node])
     elif c.kind == "rank_on_time":
         _rank_on_time(g, c.rank, d)
-    return np.round(d).astype(np.int64)
+    return d if d.dtype == np.int64 else np.round(d).astype(np.int64)
 
 
 def _rank_on_time(g: StepGraph, rank: int, d: np.ndarray) -> None:

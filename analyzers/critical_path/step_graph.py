@@ -32,6 +32,7 @@ from analyzers.critical_path.paths import (
     forward_order,
     in_edges,
     in_groups,
+    settled,
 )
 from analyzers.critical_path.rank_graph import (
     KINDS,
@@ -39,7 +40,7 @@ from analyzers.critical_path.rank_graph import (
     RankGraph,
     rank_graph,
 )
-from analyzers.critical_path.replay import ReplayPlan, replay_plan
+from analyzers.critical_path.replay import ReplayPlan, replay_plan, replay_with
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -134,6 +135,20 @@ class StepGraph:
             out[st.start] = self.node_time[st.start]
         out.flags.writeable = False
         return out
+
+    @functools.cached_property
+    def measured(self) -> tuple[np.ndarray, np.ndarray]:
+        """The replay with no change (node times, binding edge per node; read-only): the
+        measured times, which solve it (:func:`analyzers.critical_path.paths.settled`), and
+        else the pass."""
+        done = settled(self.node_time, self.src, self.dst, self.delay, self.anchor, self.in_groups)
+        if done is None:
+            times, why = replay_with(self.replay_plan, self.delay)
+            assert why is not None
+            times.flags.writeable = False
+            done = times, why
+        done[1].flags.writeable = False
+        return done
 
     @functools.cached_property
     def replay_plan(self) -> ReplayPlan:

@@ -22,3 +22,48 @@ def test_walk_arrays_equal_the_stack_loop(iv: list[tuple[int, int]], rnd) -> Non
     e, entering, parent = walk_arrays(ts, end, order, grp)
     got = list(zip(e.tolist(), entering.tolist(), parent.tolist(), strict=True))
     assert got == _walk(ts, end, order, grp)
+
+
+def _nested(draw_sizes: list[int], gaps: list[int]) -> list[tuple[int, int]]:
+    """Properly nested intervals from a preorder of subtree sizes: each interval opens, holds
+    its children and closes; *gaps* (≥ 0) between boundaries make ties."""
+    out: list[tuple[int, int]] = []
+    t = 0
+    g = iter(gaps * 4)
+
+    def build(lo: int, hi: int) -> None:  # intervals lo..hi-1 of the preorder, siblings
+        nonlocal t
+        i = lo
+        while i < hi:
+            size = max(1, min(draw_sizes[i], hi - i))
+            t += next(g, 1)
+            start = t
+            out.append((start, 0))
+            k = len(out) - 1
+            build(i + 1, i + size)
+            t += next(g, 1) + (1 if t == start else 0)  # positive duration
+            out[k] = (start, t - start)
+            i += size
+
+    build(0, len(draw_sizes))
+    return out
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(
+    st.lists(st.integers(1, 6), max_size=25),
+    st.lists(st.integers(0, 2), min_size=1, max_size=10),
+    st.randoms(use_true_random=False),
+)
+def test_walk_arrays_of_nested_events_equal_the_stack_loop(sizes, gaps, rnd) -> None:
+    """Events that nest (every end pops its own event: the walk is the boundaries' order),
+    with ties between a parent's and its children's boundaries."""
+    iv = _nested(sizes, gaps)
+    n = len(iv)
+    ts = np.array([a for a, _ in iv], np.int64)
+    end = np.array([a + b for a, b in iv], np.int64)
+    order = np.array(rnd.sample(range(100), n), np.int64)
+    grp = np.array(rnd.sample(range(n), n), np.int64)  # any order of the thread's events
+    e, entering, parent = walk_arrays(ts, end, order, grp)
+    got = list(zip(e.tolist(), entering.tolist(), parent.tolist(), strict=True))
+    assert got == _walk(ts, end, order, grp)
