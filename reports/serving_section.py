@@ -61,10 +61,12 @@ def _py(x: Any, key: str | None = None) -> Any:
 
 
 def _records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One dict per row of *df* (its *columns*), values :func:`_py` of what iterating each
+    column gives (as ``itertuples`` does, without a Series per row)."""
     cols = list(columns or df.columns)
+    values = [list(df[c]) for c in cols]
     return [
-        {c: _py(v, c) for c, v in zip(cols, row, strict=True)}
-        for row in df[cols].itertuples(index=False)
+        {c: _py(v, c) for c, v in zip(cols, row, strict=True)} for row in zip(*values, strict=True)
     ]
 
 
@@ -152,14 +154,23 @@ def _graphs(a: ServingAnalysis) -> dict[str, Any]:
 def serving_json(a: ServingAnalysis, match: Any = None) -> dict[str, Any]:
     """The JSON object of one rank's serving analysis (*match*: the peak look-up,
     :class:`analyzers.gpu_peaks.PeakMatch`)."""
+    import pandas as pd
+
     from analyzers import intervals
     from analyzers.serving.categories import category_breakdown, category_codes
     from analyzers.serving.groups import Groups
 
     k = a.kops
-    total = int(k["dur_ns"].sum())
-    busy = intervals.total(intervals.merge(k["start_ns"].to_numpy(), k["end_ns"].to_numpy()))
-    via = k.groupby("via")["dur_ns"].sum()
+    dur = k["dur_ns"].to_numpy(dtype=np.int64)
+    total = int(dur.sum())
+    if len(a.mfu["total"]):  # the union of every row's interval, as MFU's whole-trace group
+        busy = int(a.mfu["total"]["busy_ns"].iloc[0])
+    else:
+        busy = intervals.total(intervals.merge(k["start_ns"].to_numpy(), k["end_ns"].to_numpy()))
+    via_codes, via_values = pd.factorize(k["via"])
+    via_ns = np.zeros(len(via_values), dtype=np.int64)
+    np.add.at(via_ns, via_codes[via_codes >= 0], dur[via_codes >= 0])
+    via = dict(zip(via_values.tolist(), via_ns.tolist(), strict=True))
     codes = category_codes(k)
     by_step = _categories(a, codes, Groups.at(a.owner))
     step_mfu = _mfu(a.mfu["steps"])

@@ -128,17 +128,59 @@ KERNEL_RULES: tuple[CategoryRule, ...] = (
 """Rules on the kernel name, in order (also :func:`kernel_category` without ops)."""
 
 
+_POS = {c: i for i, c in enumerate(CATEGORIES)}
+_CATEGORY_OBJECTS = np.asarray(CATEGORIES, dtype=object)
+
+
 def _first_match(names: Sequence[str | None], rules: Sequence[CategoryRule]) -> np.ndarray:
     """Category of the first matching rule per name, None where none matches (or no name)."""
-    compiled = [(r.category, re.compile(r.pattern)) for r in rules]
-    cache: dict[str, str | None] = {}
-    out = np.full(len(names), None, dtype=object)
-    for i, n in enumerate(names):
-        if not isinstance(n, str):
-            continue
-        if n not in cache:
-            cache[n] = next((c for c, rx in compiled if rx.search(n)), None)
-        out[i] = cache[n]
+    codes, values = _factorized(names)
+    return np.array([*CATEGORIES, None], dtype=object)[_rule_codes(values, rules)[codes]]
+
+
+def _factorized(values: Iterable[object]) -> tuple[np.ndarray, list[object]]:
+    """``(codes, distinct values)`` of *values*; a missing value (None, NaN) has code -1."""
+    arr = values if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
+    codes, uniques = pd.factorize(np.asarray(arr, dtype=object).reshape(-1))
+    return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+def _rule_codes(values: Sequence[object], rules: Sequence[CategoryRule]) -> np.ndarray:
+    """Per distinct value, the position in :data:`CATEGORIES` of the first rule whose pattern
+    it matches (-1: none, or not a string), and -1 once more at the end (for code -1)."""
+    compiled = [(_POS[r.category], re.compile(r.pattern)) for r in rules]
+    return np.array(
+        [
+            next((c for c, rx in compiled if rx.search(v)), -1) if isinstance(v, str) else -1
+            for v in values
+        ]
+        + [-1],
+        dtype=np.int64,
+    )
+
+
+def category_positions(
+    names: tuple[np.ndarray, Sequence[object]],
+    ops: tuple[np.ndarray, Sequence[object]] | None = None,
+    kinds: tuple[np.ndarray, Sequence[object]] | None = None,
+) -> np.ndarray:
+    """:func:`kernel_category` as positions in :data:`CATEGORIES`, of rows given as ``(codes,
+    distinct values)`` per column (code -1: missing), each distinct value matched once."""
+    name_codes, name_values = names
+    out = np.full(len(name_codes), -1, dtype=np.int64)
+    if kinds is not None:
+        kind_codes, kind_values = kinds
+        memory = np.array([v in ("memcpy", "memset") for v in kind_values] + [False], dtype=bool)
+        out[memory[kind_codes]] = _POS[MEMORY]
+    if ops is not None:
+        op_codes, op_values = ops
+        by_op = _rule_codes(op_values, OP_RULES)[op_codes]
+        todo = out < 0
+        out[todo] = by_op[todo]
+    todo = out < 0
+    if todo.any():
+        out[todo] = _rule_codes(name_values, KERNEL_RULES)[name_codes[todo]]
+    out[out < 0] = _POS[OTHER]
     return out
 
 
@@ -150,21 +192,12 @@ def kernel_category(
     """The category (:data:`CATEGORIES`) of each GPU row given its kernel *names*, optionally the
     name of the op that launched it (*ops*, None where unknown) and its ``gpu.kind`` (*kinds*):
     the decision order of the module docstring.  Returns an object array of strings."""
-    names = [n if isinstance(n, str) else None for n in names]
-    out = np.full(len(names), None, dtype=object)
-    if kinds is not None:
-        k = np.asarray(list(kinds), dtype=object)
-        out[(k == "memcpy") | (k == "memset")] = MEMORY
-    if ops is not None:
-        by_op = _first_match(list(ops), OP_RULES)
-        todo = np.array([c is None for c in out], dtype=bool)
-        out[todo] = by_op[todo]
-    todo = np.array([c is None for c in out], dtype=bool)
-    if todo.any():
-        idx = np.flatnonzero(todo)
-        out[idx] = _first_match([names[i] for i in idx], KERNEL_RULES)
-    out[np.array([c is None for c in out], dtype=bool)] = OTHER
-    return out
+    pos = category_positions(
+        _factorized(names),
+        None if ops is None else _factorized(ops),
+        None if kinds is None else _factorized(kinds),
+    )
+    return _CATEGORY_OBJECTS[pos]
 
 
 def op_category(ops: Iterable[str | None]) -> np.ndarray:
@@ -174,7 +207,11 @@ def op_category(ops: Iterable[str | None]) -> np.ndarray:
 
 def categorize(kops: pd.DataFrame) -> np.ndarray:
     """Categories of the rows of :func:`analyzers.serving.ops.kernel_ops`."""
-    return kernel_category(kops["name"].tolist(), kops["op"].tolist(), kops["kind"].tolist())
+    return kernel_category(
+        kops["name"].to_numpy(dtype=object),
+        kops["op"].to_numpy(dtype=object),
+        kops["kind"].to_numpy(dtype=object),
+    )
 
 
 BREAKDOWN_COLUMNS = ("category", "kernels", "time_ns", "share")
@@ -183,8 +220,9 @@ BREAKDOWN_COLUMNS = ("category", "kernels", "time_ns", "share")
 def category_codes(kops: pd.DataFrame) -> np.ndarray:
     """Per row of *kops*, the position of its category in :data:`CATEGORIES` (-1 for any other
     value); the ``category`` column when present, else :func:`categorize`."""
-    cats = kops["category"].to_numpy() if "category" in kops else categorize(kops)
-    return np.asarray(pd.Categorical(cats, categories=CATEGORIES).codes, dtype=np.int64)
+    cats = kops["category"] if "category" in kops else pd.Series(categorize(kops), dtype=object)
+    codes, values = pd.factorize(cats)  # a pyarrow string column: by pyarrow, not per object
+    return np.array([_POS.get(v, -1) if isinstance(v, str) else -1 for v in values] + [-1])[codes]
 
 
 @dataclass(frozen=True)

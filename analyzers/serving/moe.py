@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analyzers.op_models.attribution import cpu_op_parents
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
-from collectors.linking import enclosing_parents
+from analyzers.serving.ops import taken
 from collectors.model import names_matching
 
 if TYPE_CHECKING:
@@ -60,26 +61,26 @@ LAYER_COLUMNS = ("layer", "calls", "kernels", "time_ns", "share_of_gpu")
 STEP_COLUMNS = ("step", "layer", "time_ns", "step_kernel_ns", "share_of_step")
 
 
-def _layer_ops(host: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """Per op row, the host row of the outermost enclosing-or-self layer op, or -1."""
+def _layer_ops(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per op row (host rows of *trace*), the host row of the outermost enclosing-or-self layer
+    op, or -1 (the ``cpu_op`` rows' parents: :func:`analyzers.op_models.attribution.cpu_op_parents`,
+    memoised)."""
     out = np.full(len(rows), -1, dtype=np.int64)
     if not len(rows):
         return out
-    is_op = np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
-    match = np.append(names_matching(host["name"], LAYER_RE.search)[is_op], False)
+    host = trace.host
+    is_op = np.asarray(host["cat"] == "cpu_op", dtype=bool)
+    # each distinct name tested once (LAYER_RE never matches a missing name's "nan")
+    match = is_op & names_matching(host["name"], LAYER_RE.search)
     if not match.any():  # no layer op at all (most traces): nothing to climb
         return out
-    start, end = host["start_ns"].to_numpy()[is_op], host["end_ns"].to_numpy()[is_op]
-    parent = enclosing_parents(
-        start, end, (host["pid"].to_numpy()[is_op], host["tid"].to_numpy()[is_op])
-    )
-    # each distinct name tested once (LAYER_RE never matches a missing name's "nan")
-    match = np.append(names_matching(host["name"], LAYER_RE.search)[is_op], False)
-    pos = pd.Series(np.arange(len(is_op)), index=is_op).reindex(rows).fillna(-1).to_numpy(int)
+    parent = cpu_op_parents(trace)
+    rows = np.asarray(rows, dtype=np.int64)
+    pos = np.where(is_op[rows], rows, -1)
     while (pos >= 0).any():
         live = pos >= 0
-        hit = live & match[np.where(live, pos, -1)]
-        out[hit] = is_op[pos[hit]]
+        hit = live & match[np.maximum(pos, 0)]
+        out[hit] = pos[hit]
         pos = np.where(live, parent[np.maximum(pos, 0)], -1)
     return out
 
@@ -99,32 +100,36 @@ def moe_rows(
     captured call count once per launch), ``category`` and ``role``."""
     layer_row = np.full(len(kops), -1, dtype=np.int64)
     layer = np.full(len(kops), None, dtype=object)
-    hosts = [trace.host, *(c.host for c in (graphs.captures if graphs else ()))]
     cap = kops["capture"].to_numpy()
     op_row = kops["op_row"].to_numpy()
-    for i, host in enumerate(hosts):
+    for i, t in enumerate((trace, *(graphs.captures if graphs else ()))):
         sel = np.flatnonzero((cap == i - 1) & (op_row >= 0))
-        lr = _layer_ops(host, op_row[sel])
+        lr = _layer_ops(t, op_row[sel])
         layer_row[sel] = lr
-        names = host["name"].astype(object).to_numpy()
-        layer[sel[lr >= 0]] = names[lr[lr >= 0]]
-    cats = kops["category"].to_numpy() if "category" in kops else categorize(kops)
-    scope = (layer_row >= 0) | (cats == MOE)
-    out = kops[scope].copy()
+        if (lr >= 0).any():
+            layer[sel[lr >= 0]] = taken(t.host["name"], lr[lr >= 0])
+    if "category" in kops:
+        is_moe = np.asarray(kops["category"] == MOE, dtype=bool)
+    else:
+        cats = categorize(kops)
+        is_moe = cats == MOE
+    scope = (layer_row >= 0) | is_moe
+    at = np.flatnonzero(scope)
+    out = kops.iloc[at].copy()
     out["layer"] = pd.Series(
         np.where(layer_row >= 0, layer, NO_LAYER)[scope], index=out.index, dtype=object
     )
     out["call"] = layer_row[scope]
-    out["category"] = cats[scope]
-    role = np.array(
-        [
-            _first(OP_ROLES, o) or _first(KERNEL_ROLES, n) or "other"
-            for o, n in zip(out["op"], out["name"], strict=True)
-        ],
-        dtype=object,
-    )
+    out["category"] = kops["category"].take(at).to_numpy() if "category" in kops else cats[scope]
+    ops, names = out["op"].tolist(), out["name"].tolist()
+    roles = {
+        (o, n): _first(OP_ROLES, o) or _first(KERNEL_ROLES, n) or "other"
+        for o, n in set(zip(ops, names, strict=True))
+    }
+    role = np.array([roles[k] for k in zip(ops, names, strict=True)], dtype=object)
+    comm_name = {n: bool(_COMM_NAME.search(str(n))) for n in set(names)}
     comm = (out["category"] == COMMUNICATION).to_numpy() | np.array(
-        [bool(_COMM_NAME.search(str(n))) for n in out["name"]], dtype=bool
+        [comm_name[n] for n in names], dtype=bool
     )
     # one call of a layer: its layer op instance, and for graph replays the replaying launch
     replay = np.where(out["graph_launch"].to_numpy(dtype=bool), out["launch_row"].to_numpy(), -1)

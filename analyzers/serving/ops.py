@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.memo import memoised
-from collectors.linking import innermost_range, launch_mask
+from collectors.linking import innermost_range, launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS, names_matching
 
 if TYPE_CHECKING:
@@ -88,20 +88,34 @@ def innermost_ops(
 
 
 def launch_rows(trace: Trace) -> np.ndarray:
-    """Per ``gpu`` row, the host row of its launching call (same correlation), or -1."""
+    """Per ``gpu`` row, the host row of its launching call (same correlation), or -1: the
+    earliest such call, then the first in table order
+    (:func:`collectors.linking.launching_calls`).  When every call has its own correlation id
+    and the ids are dense, from a table indexed by id (no sort)."""
     h = trace.host
     launches = np.flatnonzero(launch_mask(h))
     corr = trace.gpu["correlation"].to_numpy()
     out = np.full(len(corr), -1, dtype=np.int64)
     if not len(launches):
         return out
-    order = launches[np.argsort(h["start_ns"].to_numpy()[launches], kind="stable")]
-    by_corr = pd.Series(order, index=h["correlation"].to_numpy()[order])
-    by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
-    found = by_corr.reindex(corr).to_numpy()
-    ok = (corr >= 0) & ~np.isnan(found)
-    out[ok] = found[ok].astype(np.int64)
+    ids = h["correlation"].to_numpy()[launches].astype(np.int64)  # >= 0 (launch_mask)
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo >= 16 * len(ids) or len(h) >= 2**31:
+        return launching_calls(h, corr)
+    table = np.full(hi - lo + 1, -1, dtype=np.int32)
+    table[ids - lo] = launches
+    if np.count_nonzero(table >= 0) < len(ids):  # an id of several calls
+        return launching_calls(h, corr)
+    ok = (corr >= lo) & (corr <= hi)
+    out[ok] = table[corr[ok] - lo]
     return out
+
+
+def taken(col: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``col.astype(object).to_numpy()[rows]`` (missing values NaN), converting only the rows
+    taken (a categorical's codes are taken first; a pyarrow string column is not converted
+    whole)."""
+    return np.asarray(col.take(rows).astype(object).to_numpy(), dtype=object)
 
 
 def range_owner(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -180,12 +194,36 @@ def categorized_kernel_ops(trace: Trace, graphs: GraphAttribution | None = None)
 
 @memoised
 def _plain_categorized(trace: Trace) -> pd.DataFrame:
-    """:func:`categorized_kernel_ops` without graph attribution (computed once per Trace)."""
-    from analyzers.serving.categories import categorize
+    """:func:`categorized_kernel_ops` without graph attribution (computed once per Trace): the
+    categories of the kernel names, ops and kinds from the trace's own columns' codes, each
+    distinct value matched once."""
+    from analyzers.serving.categories import CATEGORIES, category_positions
 
     kops = kernel_ops(trace)
-    kops["category"] = categorize(kops)
+    rows, op_row = kops["gpu_row"].to_numpy(), kops["op_row"].to_numpy()
+    g, h = trace.gpu, trace.host
+    host_codes, op_values = _codes(h["name"])
+    op_codes = np.full(len(op_row), -1, dtype=np.int64)
+    op_codes[op_row >= 0] = host_codes[op_row[op_row >= 0]]
+    pos = category_positions(
+        _taken_codes(g["name"], rows), (op_codes, op_values), _taken_codes(g["kind"], rows)
+    )
+    kops["category"] = np.asarray(CATEGORIES, dtype=object)[pos]
     return kops
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, list[object]]:
+    """``(codes, distinct values)`` of a column (a categorical's own codes and categories; code
+    -1: missing)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return np.asarray(col.cat.codes.to_numpy(), np.int64), col.cat.categories.tolist()
+    codes, uniques = pd.factorize(col.to_numpy(dtype=object))
+    return np.asarray(codes, np.int64), list(uniques)
+
+
+def _taken_codes(col: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, list[object]]:
+    codes, values = _codes(col)
+    return codes[rows], values
 
 
 @memoised
@@ -197,7 +235,6 @@ def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
     h = trace.host
     launch = launch_rows(trace)[work]
     has_launch = launch >= 0
-    host_names = _obj(h["name"].astype(object).to_numpy())
     is_graph = np.zeros(len(work), dtype=bool)
     if has_launch.any():
         is_graph[has_launch] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has_launch]]
@@ -206,9 +243,10 @@ def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
     op_row[eager] = innermost_ops(h, launch[eager])
     op = np.full(len(work), None, dtype=object)
     dims = np.full(len(work), None, dtype=object)
-    op[op_row >= 0] = host_names[op_row[op_row >= 0]]
-    dims[op_row >= 0] = h["input_dims"].to_numpy()[op_row[op_row >= 0]]
-    via = np.where(has_launch, np.where(op_row >= 0, "op", "no-op"), "no-launch").astype(object)
+    has_op = op_row >= 0
+    op[has_op] = taken(h["name"], op_row[has_op])
+    dims[has_op] = h["input_dims"].take(op_row[has_op]).to_numpy()
+    via = np.where(has_launch, np.where(has_op, "op", "no-op"), "no-launch").astype(object)
     via[is_graph] = "graph"
     start, end = g["start_ns"].to_numpy()[work], g["end_ns"].to_numpy()[work]
     launch_ns = np.full(len(work), -1, dtype=np.int64)
@@ -216,8 +254,8 @@ def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
     return frame(
         {
             "gpu_row": work.astype(np.int64),
-            "name": _obj(g["name"].astype(object).to_numpy()[work]),
-            "kind": _obj(g["kind"].astype(object).to_numpy()[work]),
+            "name": taken(g["name"], work),
+            "kind": taken(g["kind"], work),
             "stream": g["stream"].to_numpy()[work],
             "start_ns": start,
             "end_ns": end,
