@@ -5,7 +5,7 @@ or busy?  Definitions (``docs/idle-and-launch.md`` §3):
   each step's interval ``[gpu_start, gpu_end)``, ``gpu_duration_ns``, ``compute_ns``,
   ``exposed_comm_ns``, ``idle_ns`` over the GPU work the step launched);
 - ``host_wait_ns`` = the ``host_wait`` gaps of the step events' busy union
-  (:func:`analyzers.idle.classify_gaps` over :attr:`analyzers.steps.StepEvents.events`: no
+  (:func:`analyzers.idle.gap_arrays` over the step events :class:`analyzers.steps.StepEvents`: no
   stream busy, and the op that ends the gap was launched after the gap began) inside the
   step's interval;
 - shares: ``host_share = host_wait_ns / gpu_duration_ns``,
@@ -38,16 +38,22 @@ from analyzers import intervals as iv
 from analyzers.idle import (
     CPU_ACTIVITIES,
     STEP_MARKER,
+    activity_sets,
+    attribute_by_window,
     attribute_idle,
-    classify_gaps,
+    gap_arrays,
     gpu_idle_gaps,
-    host_activity_intervals,
-    launch_threads,
+    host_cache,
+    host_threads,
+    launching_threads,
+    thread_rows,
 )
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
-from analyzers.window import gpu_events
+from analyzers.window import value_mask, window_rows
+from collectors.arrays import sorted_unique
+from collectors.linking import group_codes
 from collectors.model import LAUNCH_CATS, Trace, names_matching
 
 HOST_BOUND = "host-bound"
@@ -91,7 +97,9 @@ def _waits(gaps: pd.DataFrame) -> iv.Intervals:
 
 def step_host_wait(trace: Trace, options: AnalysisOptions) -> iv.Intervals:
     """The host-wait gaps of the step events' busy union (module docstring)."""
-    return _waits(classify_gaps(trace, step_events(trace, options).events, options))
+    se = step_events(trace, options)
+    gap_s, gap_e, _, cat = gap_arrays(trace, se.rows, se.busy, options)
+    return gap_s[cat == 0], gap_e[cat == 0]
 
 
 def attribute_idle_by_window(
@@ -99,14 +107,7 @@ def attribute_idle_by_window(
 ) -> dict[str, np.ndarray]:
     """:func:`analyzers.idle.attribute_idle` of *idle* ∩ each window ``[lo[i], hi[i])``, for
     all windows at once: activity → ns per window."""
-    remaining = iv.merge(*idle)
-    out: dict[str, np.ndarray] = {}
-    for name in CPU_ACTIVITIES[:-1]:
-        took = iv.intersect(remaining, activity[name])
-        out[name] = iv.covered_in_windows(took, lo, hi)
-        remaining = iv.subtract(remaining, took)
-    out["unattributed"] = iv.covered_in_windows(remaining, lo, hi)
-    return out
+    return attribute_by_window(idle, activity, np.asarray(lo), np.asarray(hi))
 
 
 def top_level_ops(host: pd.DataFrame) -> pd.DataFrame:
@@ -120,18 +121,43 @@ def top_level_ops(host: pd.DataFrame) -> pd.DataFrame:
     h = host[~api & ~py & ~step]
     if h.empty:
         return h
-    h = h.sort_values(["pid", "tid", "start_ns", "end_ns"], ascending=[True, True, True, False])
-    e = h["end_ns"].to_numpy()
-    s = h["start_ns"].to_numpy()
-    same = (h["pid"].to_numpy()[1:] == h["pid"].to_numpy()[:-1]) & (
-        h["tid"].to_numpy()[1:] == h["tid"].to_numpy()[:-1]
-    )
-    # running max end within each thread
-    grp = np.concatenate([[0], np.cumsum(~same)])
-    run = pd.Series(e).groupby(grp).cummax().to_numpy()
-    top = np.ones(len(h), dtype=bool)
-    top[1:] = ~same | (s[1:] >= run[:-1])
-    return h[top]
+    thread = group_codes((h["pid"].to_numpy(), h["tid"].to_numpy()), None)[0]
+    top = _top_level(thread, h["start_ns"].to_numpy(), h["end_ns"].to_numpy())
+    return h.take(top)
+
+
+def _top_level(thread: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Positions of the top-level ranges (module docstring) in (thread, start, end descending,
+    position) order: a range is top-level when it starts at or after the latest end of the
+    ranges before it on its thread."""
+    order = np.lexsort((-e, s, thread))
+    if not order.size:
+        return order
+    th, s, e = thread[order], s[order], e[order]
+    bounds = np.flatnonzero(np.r_[True, th[1:] != th[:-1], True])
+    run = np.empty_like(e)
+    for b0, b1 in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        np.maximum.accumulate(e[b0:b1], out=run[b0:b1])
+    top = np.ones(order.size, dtype=bool)
+    top[1:] = s[1:] >= run[:-1]
+    top[bounds[:-1]] = True
+    return order[top]
+
+
+def top_level_rows(trace: Trace, threads: np.ndarray | None) -> np.ndarray:
+    """Positions in ``trace.host`` of :func:`top_level_ops` of the rows on *threads*
+    (:func:`analyzers.idle.launching_threads`; memoised per set)."""
+    key = ("top", None if threads is None else threads.tobytes())
+    cache = host_cache(trace)
+    if key not in cache:
+        host = trace.host
+        cand = ~value_mask(host["cat"], (*LAUNCH_CATS, "python_function"))
+        cand &= ~names_matching(host["name"], STEP_MARKER.search) & thread_rows(trace, threads)
+        r = np.flatnonzero(cand)
+        s = host["start_ns"].to_numpy()[r]
+        e = host["end_ns"].to_numpy()[r]
+        cache[key] = r[_top_level(host_threads(trace)[r], s, e)]
+    return np.asarray(cache[key])
 
 
 def responsible_ops(
@@ -150,32 +176,71 @@ def responsible_ops_by_window(
     """:func:`responsible_ops` for every window ``[lo[i], hi[i])`` at once (windows sorted and
     disjoint, as the steps on the GPU clock are): each op is cut at the window bounds and
     each piece's overlap with *wait* measured in one pass."""
+    names = ops["name"]
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    return _responsible(
+        ops["start_ns"].to_numpy(dtype=np.int64),
+        ops["end_ns"].to_numpy(dtype=np.int64),
+        cat.cat.codes.to_numpy(),
+        [str(c) for c in cat.cat.categories],
+        wait,
+        lo,
+        hi,
+        top,
+    )
+
+
+def _responsible(
+    s: np.ndarray,
+    e: np.ndarray,
+    codes: np.ndarray,
+    labels: list[str],
+    wait: iv.Intervals,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    top: int,
+) -> list[list[tuple[str, int]]]:
+    """:func:`responsible_ops_by_window` of ops given as starts, ends and name codes into
+    *labels* (-1: a missing name, ``nan`` as ``astype(str)`` writes it)."""
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     out: list[list[tuple[str, int]]] = [[] for _ in range(lo.size)]
-    if ops.empty or not lo.size or not iv.merge(*wait)[0].size:
+    if not s.size or not lo.size or not iv.merge(*wait)[0].size:
         return out
-    s = ops["start_ns"].to_numpy(dtype=np.int64)
-    e = ops["end_ns"].to_numpy(dtype=np.int64)
     live = hi > lo
     wl, wh, wk = lo[live], hi[live], np.flatnonzero(live)
     k0 = np.searchsorted(wh, s, side="right")
     k1 = np.searchsorted(wl, e, side="left")
     n = np.maximum(k1 - k0, 0)
-    op = np.repeat(np.arange(len(ops)), n)
+    op = np.repeat(np.arange(s.size), n)
     k = np.repeat(k0, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
     if not op.size:
         return out
-    p_lo = np.maximum(s[op], wl[k])
-    p_hi = np.minimum(e[op], wh[k])
-    cov = iv.covered_in_windows(wait, p_lo, p_hi)
-    df = pd.DataFrame(
-        {"k": wk[k], "name": ops["name"].astype(str).to_numpy()[op], "ns": cov.astype(np.int64)}
+    cov = iv.covered_in_windows(wait, np.maximum(s[op], wl[k]), np.minimum(e[op], wh[k]))
+    nz = cov != 0
+    op, k, cov = op[nz], k[nz], cov[nz].astype(np.int64)
+    # one id per distinct name string (a category spelled "nan" is the missing name's)
+    text = [*labels, "nan"]
+    ids: dict[str, int] = {}
+    name_id = np.array([ids.setdefault(t, len(ids)) for t in text], dtype=np.int64)
+    key = wk[k] * len(ids) + name_id[codes[op]]
+    order = np.argsort(key, kind="stable")
+    key, cov = key[order], cov[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    ns = np.add.reduceat(cov, first) if key.size else cov
+    gk, gname = key[first] // len(ids), key[first] % len(ids)
+    pos = ns > 0
+    gk, gname, ns = gk[pos], gname[pos], ns[pos]
+    by_id = list(ids)
+    present = sorted_unique(gname)
+    rank = np.zeros(len(ids), dtype=np.int64)
+    rank[present[np.argsort(np.array([by_id[i] for i in present], dtype=object))]] = np.arange(
+        present.size
     )
-    by = df.groupby(["k", "name"], sort=True)["ns"].sum().reset_index()
-    by = by[by["ns"] > 0].sort_values(["k", "ns", "name"], ascending=[True, False, True])
-    for kk, name, ns in by.groupby("k", sort=True).head(top).itertuples(index=False):
-        out[int(kk)].append((str(name), int(ns)))
+    o = np.lexsort((rank[gname], -ns, gk))
+    for kk, nm, v in zip(gk[o].tolist(), gname[o].tolist(), ns[o].tolist(), strict=True):
+        if len(out[kk]) < top:
+            out[kk].append((by_id[nm], int(v)))
     return out
 
 
@@ -216,9 +281,8 @@ def step_verdicts(
     lo = np.where(has, sb["gpu_start_ns"].to_numpy(dtype=np.int64), 0)
     hi = np.where(has, sb["gpu_end_ns"].to_numpy(dtype=np.int64), 0)
     hw = iv.covered_in_windows(wait, lo, hi) if len(sb) else np.zeros(0, dtype=np.int64)
-    host = launch_threads(trace, step_events(trace, options).events)
-    acts = host_activity_intervals(trace, host)
-    ops = top_level_ops(host)
+    threads = launching_threads(trace, step_events(trace, options).rows)
+    acts = activity_sets(trace, threads)
     dur = sb["gpu_duration_ns"].to_numpy(dtype=np.int64)
     safe = np.where(dur > 0, dur, 1)
     hs = np.where(dur > 0, hw / safe, 0.0)
@@ -240,7 +304,19 @@ def step_verdicts(
     acts_rows[:] = [{a: int(by_act[a][i]) for a in CPU_ACTIVITIES} for i in range(len(sb))]
     out["host_wait_by_activity"] = pd.Series(acts_rows, index=out.index, dtype=object)
     tops = np.empty(len(sb), dtype=object)
-    tops[:] = responsible_ops_by_window(ops, wait, lo, hi)
+    ops = top_level_rows(trace, threads)
+    name = trace.host["name"]
+    cat = name if isinstance(name.dtype, pd.CategoricalDtype) else name.astype("category")
+    tops[:] = _responsible(
+        trace.host["start_ns"].to_numpy()[ops],
+        trace.host["end_ns"].to_numpy()[ops],
+        cat.cat.codes.to_numpy()[ops],
+        [str(c) for c in cat.cat.categories],
+        wait,
+        lo,
+        hi,
+        TOP_OPS,
+    )
     out["top_ops"] = pd.Series(tops, index=out.index, dtype=object)
     return out.reset_index(drop=True)
 
@@ -285,16 +361,18 @@ def rank_verdict(
         acts = {a: int(sum(d[a] for d in steps["host_wait_by_activity"])) for a in CPU_ACTIVITIES}
         basis = "steps"
     else:
-        g = gpu_events(trace, options)
+        rows = window_rows(trace, options)
         wait = _host_wait(trace, options)
-        dur = 0 if g.empty else int(g["end_ns"].max() - g["start_ns"].min())
+        g_s = trace.gpu["start_ns"].to_numpy()[rows]
+        g_e = trace.gpu["end_ns"].to_numpy()[rows]
+        dur = int(g_e.max() - g_s.min()) if rows.size else 0
         hw = iv.total(wait)
         ec = overlap(trace, options).exposed_comm_ns
-        acts = attribute_idle(wait, host_activity_intervals(trace, launch_threads(trace, g)))
+        acts = attribute_idle(wait, activity_sets(trace, launching_threads(trace, rows)))
         basis = "gpu span"
     hs = hw / dur if dur > 0 else 0.0
     cs = ec / dur if dur > 0 else 0.0
-    has_gpu = not gpu_events(trace, options).empty
+    has_gpu = bool(window_rows(trace, options).size)
     v = verdict(hs, cs, host_threshold, comm_threshold) if dur > 0 and has_gpu else None
     if _is_capture(trace, options):
         v, basis = None, "capture trace"

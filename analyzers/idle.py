@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -35,9 +36,9 @@ import pandas as pd
 from analyzers import intervals as iv
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events
-from collectors.arrays import sorted_unique
-from collectors.linking import launch_mask, launching_calls
+from analyzers.temporal import typed_intervals
+from analyzers.window import gpu_launch_rows, value_mask, window_rows
+from collectors.arrays import dense_codes, sorted_unique
 from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace, names_matching
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -125,43 +126,158 @@ class IdleResult:
 
 # --------------------------------------------------------------------------- helpers
 
+_MAX = np.iinfo(np.int64).max
 
-@TraceMemo
-def launch_start_by_correlation(trace: Trace) -> pd.Series:
-    """Start (ns) of the launching call of each correlation id (index: correlation;
-    :func:`collectors.linking.launching_calls`); computed once per Trace (not to be changed)."""
-    h = trace.host
-    ids = sorted_unique(h["correlation"].to_numpy()[launch_mask(h)])
-    rows = launching_calls(h, ids)
-    return pd.Series(h["start_ns"].to_numpy()[rows], index=pd.Index(ids, dtype=np.int64))
+
+def launch_ns_of(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Start of the launching call (:func:`collectors.linking.launching_calls`) of each
+    ``trace.gpu`` row of *rows*, -1 for none.  As the lookup of the rows' correlation ids in a
+    table of call starts (pandas' ``map``) has always given it: through float64 when some row
+    has no call (exact below 2**53 ns)."""
+    lr = gpu_launch_rows(trace)[rows]
+    out = np.full(rows.size, -1, dtype=np.int64)
+    hit = lr >= 0
+    out[hit] = trace.host["start_ns"].to_numpy()[lr[hit]]
+    if not hit.all():
+        out[hit] = out[hit].astype(np.float64).astype(np.int64)
+    return out
 
 
 def trace_notes(trace: Trace) -> tuple[str, ...]:
     """At most one line saying which launch-related analyses the trace cannot support."""
     g = trace.gpu
-    if not (g["stream"] != -1).any():
+    if not (g["stream"].to_numpy() != -1).any():
         return (NOTE_NO_GPU,)
     h = trace.host
-    if not bool(h["cat"].isin(LAUNCH_CATS).any()):
+    if not value_mask(h["cat"], LAUNCH_CATS).any():
         return (NOTE_NO_RUNTIME,)
-    if not ((g["correlation"] >= 0).any() and (h["correlation"] >= 0).any()):
+    if not ((g["correlation"].to_numpy() >= 0).any() and (h["correlation"].to_numpy() >= 0).any()):
         return (NOTE_NO_CORRELATION,)
     return ()
 
 
-def unlaunched_note(trace: Trace, g: pd.DataFrame) -> str | None:
-    """A note when some window GPU events have no launching host call (or None)."""
-    if g.empty:
+def unlaunched_note(trace: Trace, rows: np.ndarray) -> str | None:
+    """A note when some of the ``trace.gpu`` rows *rows* (the window's GPU events) have no
+    launching host call (or None)."""
+    if not rows.size:
         return None
-    h = trace.host
-    linked = g["correlation"].isin(h.loc[h["correlation"] >= 0, "correlation"].unique())
-    missing = int((~linked).sum())
-    if missing == 0 or missing == len(g):
+    lo, hi = gpu_host_link(trace)
+    missing = int((hi[rows] == lo[rows]).sum())
+    if missing == 0 or missing == rows.size:
         return None
     return (
-        f"{missing} of {len(g)} GPU events have no launching host call: the idle gaps before "
+        f"{missing} of {rows.size} GPU events have no launching host call: the idle gaps before "
         "them cannot be host_wait"
     )
+
+
+# --------------------------------------------------------------------------- host threads
+
+
+@TraceMemo
+def host_threads(trace: Trace) -> np.ndarray:
+    """A dense code per ``trace.host`` row of its (pid, tid) thread (do not modify)."""
+    h = trace.host
+    if not len(h):
+        return np.zeros(0, dtype=np.int64)
+    cp, _ = pd.factorize(h["pid"].to_numpy())
+    ct, ut = pd.factorize(h["tid"].to_numpy())
+    return dense_codes(cp.astype(np.int64) * max(len(ut), 1) + ct)
+
+
+@TraceMemo
+def host_by_correlation(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Host rows with a correlation id ≥ 0: the ids sorted, and the rows in that order."""
+    c = trace.host["correlation"].to_numpy()
+    rows = np.flatnonzero(c >= 0)
+    order = np.argsort(c[rows], kind="stable")
+    return c[rows][order], rows[order]
+
+
+@TraceMemo
+def gpu_host_link(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``trace.gpu`` row, the range ``[lo, hi)`` of :func:`host_by_correlation` holding the
+    host rows with its correlation id (empty for none)."""
+    ids, _ = host_by_correlation(trace)
+    q = trace.gpu["correlation"].to_numpy()
+    return np.searchsorted(ids, q, side="left"), np.searchsorted(ids, q, side="right")
+
+
+def launching_threads(trace: Trace, rows: np.ndarray) -> np.ndarray | None:
+    """Codes (:func:`host_threads`) of the threads that launched the ``trace.gpu`` rows *rows*:
+    those of the host rows sharing a correlation id with one of them; None (every thread)
+    when there is none, or when they are all the trace's threads."""
+    lo, hi = gpu_host_link(trace)
+    lo, n = lo[rows], hi[rows] - lo[rows]
+    if not n.any():
+        return None
+    if int(n.max()) <= 1:
+        at = lo[n > 0]
+    else:
+        at = np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    codes = host_threads(trace)
+    threads = sorted_unique(codes[host_by_correlation(trace)[1][at]])
+    return None if threads.size == int(codes.max()) + 1 else threads
+
+
+def thread_rows(trace: Trace, threads: np.ndarray | None) -> np.ndarray:
+    """Mask of the host rows on *threads* (:func:`launching_threads`; None: every row)."""
+    codes = host_threads(trace)
+    if threads is None:
+        return np.ones(codes.size, dtype=bool)
+    lut = np.zeros(int(codes.max()) + 1 if codes.size else 0, dtype=bool)
+    lut[threads] = True
+    return lut[codes]
+
+
+@TraceMemo
+def host_cache(trace: Trace) -> dict[object, Any]:
+    """Per-Trace results keyed by thread set (:func:`activity_sets`, top-level ops)."""
+    return {}
+
+
+@TraceMemo
+def activity_masks(trace: Trace) -> dict[str, np.ndarray]:
+    """The host rows of each :data:`CPU_ACTIVITIES` entry but ``unattributed`` (before the
+    priority is applied; ``python`` without the step windows), and ``step`` (the markers)."""
+    host = trace.host
+    api = value_mask(host["cat"], LAUNCH_CATS)
+    step = names_matching(host["name"], STEP_MARKER.search)
+    is_py = value_mask(host["cat"], ("python_function", "user_annotation")) & ~step
+    return {
+        "data_loading": names_matching(host["name"], _DATA_LOADING.search) & ~api,
+        "optimizer": names_matching(host["name"], _OPTIMIZER.search) & ~api,
+        "sync": api & names_matching(host["name"], _SYNC.search),
+        "cuda_api": api,
+        "cpu_op": ~api & ~is_py & ~step,
+        "python": is_py,
+        "step": step,
+    }
+
+
+def activity_sets(trace: Trace, threads: np.ndarray | None) -> dict[str, iv.Intervals]:
+    """:func:`host_activity_intervals` of the host rows on *threads* (memoised per set)."""
+    key = ("activity", None if threads is None else threads.tobytes())
+    cache = host_cache(trace)
+    if key not in cache:
+        on = thread_rows(trace, threads)
+        masks = activity_masks(trace)
+        s = trace.host["start_ns"].to_numpy()
+        e = trace.host["end_ns"].to_numpy()
+        steps = trace.steps()
+        out: dict[str, iv.Intervals] = {}
+        for name in CPU_ACTIVITIES[:-1]:
+            m = masks[name] & on
+            if name == "python":
+                out[name] = iv.merge(
+                    np.concatenate([s[m], steps["start_ns"].to_numpy()]),
+                    np.concatenate([e[m], steps["end_ns"].to_numpy()]),
+                )
+            else:
+                out[name] = iv.merge(s[m], e[m])
+        out["unattributed"] = iv.empty()
+        cache[key] = out
+    return cast("dict[str, iv.Intervals]", cache[key])
 
 
 # --------------------------------------------------------------------------- per stream
@@ -173,56 +289,53 @@ def stream_idle_intervals(trace: Trace, options: AnalysisOptions | None = None) 
     Columns: stream, start_ns (of the event), prev_end_ns, idle_ns (may be negative),
     launch_ns (start of the launching host call, -1 unknown), category.
     """
-    options = options or AnalysisOptions()
-    g = gpu_events(trace, options)
-    g = g[g["kind"].isin(GPU_WORK_KINDS)]
-    cols = ["stream", "start_ns", "prev_end_ns", "idle_ns", "launch_ns", "category"]
-    if g.empty:
-        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols[:-1]} | {"category": []})
-    launch = launch_start_by_correlation(trace)
-    corr = g["correlation"].to_numpy()
-    launch_ns = (
-        pd.Series(corr).map(launch).fillna(-1).to_numpy(dtype=np.int64, copy=True)
-        if len(launch)
-        else np.full(len(g), -1, dtype=np.int64)
+    cols = ["stream", "start_ns", "prev_end_ns", "idle_ns", "launch_ns"]
+    got = _stream_intervals(trace, options or AnalysisOptions())
+    if got is None:
+        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols} | {"category": []})
+    frame = pd.DataFrame(dict(zip(cols, got[:-1], strict=True)))
+    return frame.assign(category=_CATEGORY_LABELS[got[-1]])
+
+
+_CATEGORY_LABELS = np.array(IDLE_CATEGORIES, dtype=object)
+_HOST_WAIT, _KERNEL_WAIT, _OTHER = range(3)
+
+
+def _categories(
+    launch: np.ndarray, prev_end: np.ndarray, idle: np.ndarray, options: AnalysisOptions
+) -> np.ndarray:
+    """Index into :data:`IDLE_CATEGORIES` of each interval (module docstring)."""
+    return np.where(
+        (launch >= 0) & (launch > prev_end),
+        _HOST_WAIT,
+        np.where(idle < options.consecutive_kernel_delay_ns, _KERNEL_WAIT, _OTHER),
     )
-    launch_ns[corr < 0] = -1
-    df = pd.DataFrame(
-        {
-            "stream": g["stream"].to_numpy(),
-            "start_ns": g["start_ns"].to_numpy(),
-            "end_ns": g["end_ns"].to_numpy(),
-            "launch_ns": launch_ns,
-        }
-    )
-    df = df.sort_values(["stream", "start_ns"], kind="stable").reset_index(drop=True)
-    first = np.ones(len(df), dtype=bool)
-    s = df["stream"].to_numpy()
-    first[1:] = s[1:] != s[:-1]
-    prev_end = np.empty(len(df), dtype=np.int64)
+
+
+def _stream_intervals(trace: Trace, options: AnalysisOptions) -> tuple[np.ndarray, ...] | None:
+    """:func:`stream_idle_intervals` as arrays (the category as codes), None without events."""
+    gpu = trace.gpu
+    rows = window_rows(trace, options)
+    rows = rows[value_mask(gpu["kind"], GPU_WORK_KINDS)[rows]]
+    if not rows.size:
+        return None
+    stream = gpu["stream"].to_numpy()[rows]
+    start = gpu["start_ns"].to_numpy()[rows]
+    order = np.lexsort((start, stream))
+    stream, start = stream[order], start[order]
+    end = gpu["end_ns"].to_numpy()[rows][order]
+    launch = launch_ns_of(trace, rows)[order]
+    first = np.ones(rows.size, dtype=bool)
+    first[1:] = stream[1:] != stream[:-1]
+    prev_end = np.empty(rows.size, dtype=np.int64)
     prev_end[0] = 0
-    prev_end[1:] = df["end_ns"].to_numpy()[:-1]
-    idle = df["start_ns"].to_numpy() - prev_end
-    host = (df["launch_ns"].to_numpy() >= 0) & (df["launch_ns"].to_numpy() > prev_end)
-    cat = np.where(
-        host,
-        "host_wait",
-        np.where(idle < options.consecutive_kernel_delay_ns, "kernel_wait", "other"),
-    )
+    prev_end[1:] = end[:-1]
+    idle = start - prev_end
+    cat = np.where(first, _OTHER, _categories(launch, prev_end, idle, options))
     # the first event of a stream has no interval; HTA counts it (with NaN) under "other"
-    cat = np.where(first, "other", cat)
-    idle = np.where(first, 0, idle)
-    prev_end = np.where(first, -1, prev_end)
-    return pd.DataFrame(
-        {
-            "stream": df["stream"].to_numpy(),
-            "start_ns": df["start_ns"].to_numpy(),
-            "prev_end_ns": prev_end.astype(np.int64),
-            "idle_ns": idle.astype(np.int64),
-            "launch_ns": df["launch_ns"].to_numpy(),
-            "category": cat,
-        }
-    )
+    idle = np.where(first, 0, idle).astype(np.int64)
+    prev_end = np.where(first, -1, prev_end).astype(np.int64)
+    return stream, start, prev_end, idle, launch, cat
 
 
 def stream_idle_breakdown(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
@@ -231,8 +344,8 @@ def stream_idle_breakdown(trace: Trace, options: AnalysisOptions | None = None) 
     Columns: stream, category, idle_ns (Σ intervals, int64), intervals (count, the stream's
     first event counted under ``other``), ratio (idle_ns ÷ the stream's total; NaN if 0).
     """
-    ivs = stream_idle_intervals(trace, options)
-    if ivs.empty:
+    got = _stream_intervals(trace, options or AnalysisOptions())
+    if got is None:
         return pd.DataFrame(
             {
                 "stream": pd.Series(dtype=np.int64),
@@ -242,23 +355,29 @@ def stream_idle_breakdown(trace: Trace, options: AnalysisOptions | None = None) 
                 "ratio": pd.Series(dtype=np.float64),
             }
         )
-    out = (
-        ivs.groupby(["stream", "category"], sort=True)["idle_ns"]
-        .agg(idle_ns="sum", intervals="size")
-        .reset_index()
-    )
-    total = out.groupby("stream")["idle_ns"].transform("sum")
+    stream, _, _, idle, _, cat = got
+    # streams are sorted: one (stream, category) group per distinct key, in that order
+    key = dense_codes(stream) * 3 + cat
+    order = np.argsort(key, kind="stable")
+    key, idle = key[order], idle[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sums = np.add.reduceat(idle, first)
+    counts = np.diff(np.r_[first, key.size])
+    group_stream = stream[order][first]
+    s_first = np.flatnonzero(np.r_[True, group_stream[1:] != group_stream[:-1]])
+    total = np.repeat(np.add.reduceat(sums, s_first), np.diff(np.r_[s_first, first.size]))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = out["idle_ns"].to_numpy(dtype=np.float64) / total.to_numpy(dtype=np.float64)
-    ratio[total.to_numpy() == 0] = np.nan
-    out["ratio"] = ratio
-    out["idle_ns"] = out["idle_ns"].astype(np.int64)
-    out["intervals"] = out["intervals"].astype(np.int64)
-    order = {c: i for i, c in enumerate(IDLE_CATEGORIES)}
-    out = out.sort_values(
-        ["stream", "category"], key=lambda c: c.map(order) if c.name == "category" else c
+        ratio = sums.astype(np.float64) / total.astype(np.float64)
+    ratio[total == 0] = np.nan
+    return pd.DataFrame(
+        {
+            "stream": group_stream.astype(np.int64),
+            "category": _CATEGORY_LABELS[key[first] % 3],
+            "idle_ns": sums.astype(np.int64),
+            "intervals": counts.astype(np.int64),
+            "ratio": ratio,
+        }
     )
-    return out.reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- GPU-wide
@@ -273,126 +392,93 @@ def gpu_idle_gaps(trace: Trace, options: AnalysisOptions | None = None) -> pd.Da
     than ``options.consecutive_kernel_delay_ns``; else ``other``.
     """
     options = options or AnalysisOptions()
-    return classify_gaps(trace, gpu_events(trace, options), options)
+    rows = window_rows(trace, options)
+    return _gaps_frame(gap_arrays(trace, rows, typed_intervals(trace, options).busy, options))
 
 
-def classify_gaps(trace: Trace, g: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
-    """The gaps of the busy union of the GPU events *g* (rows of ``trace.gpu``), classified as
-    :func:`gpu_idle_gaps` does; the same columns."""
-    cols = ("start_ns", "end_ns", "idle_ns", "launch_ns")
-    if g.empty:
-        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols} | {"category": []})
-    s, e = iv.merge(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
+Gaps = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""start_ns, end_ns, launch_ns and category code (into :data:`IDLE_CATEGORIES`) per gap."""
+
+
+def gap_arrays(
+    trace: Trace, rows: np.ndarray, busy: iv.Intervals, options: AnalysisOptions
+) -> Gaps:
+    """The gaps of *busy*, the merged intervals of the ``trace.gpu`` rows *rows*, classified
+    as :func:`gpu_idle_gaps` describes."""
+    if not rows.size:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z
+    s, e = busy
     gap_s, gap_e = e[:-1], s[1:]
-    launch = launch_start_by_correlation(trace)
-    corr = g["correlation"].to_numpy()
-    ln = (
-        pd.Series(corr).map(launch).fillna(-1).to_numpy(dtype=np.int64, copy=True)
-        if len(launch)
-        else None
-    )
-    if ln is None:
-        ln = np.full(len(g), -1, dtype=np.int64)
-    ln[corr < 0] = -1
+    starts = trace.gpu["start_ns"].to_numpy()[rows]
+    ln = launch_ns_of(trace, rows)
     # earliest known launch among the events starting exactly at each gap end
-    starts = g["start_ns"].to_numpy()
-    at_end = pd.DataFrame({"t": starts, "l": np.where(ln >= 0, ln, np.iinfo(np.int64).max)})
-    first_launch = at_end.groupby("t")["l"].min()
-    gl = first_launch.reindex(gap_e).to_numpy(dtype=np.int64)
-    gl = np.where(gl == np.iinfo(np.int64).max, -1, gl)
-    idle = gap_e - gap_s
-    cat = np.where(
-        (gl >= 0) & (gl > gap_s),
-        "host_wait",
-        np.where(idle < options.consecutive_kernel_delay_ns, "kernel_wait", "other"),
-    )
+    at = np.searchsorted(gap_e, starts)
+    hit = at < gap_e.size
+    hit[hit] = gap_e[at[hit]] == starts[hit]
+    first = np.full(gap_e.size, _MAX, dtype=np.int64)
+    np.minimum.at(first, at[hit], np.where(ln >= 0, ln, _MAX)[hit])
+    gl = np.where(first == _MAX, -1, first)
+    return gap_s, gap_e, gl, _categories(gl, gap_s, gap_e - gap_s, options)
+
+
+def _gaps_frame(gaps: Gaps) -> pd.DataFrame:
+    gap_s, gap_e, gl, cat = gaps
     return pd.DataFrame(
-        {"start_ns": gap_s, "end_ns": gap_e, "idle_ns": idle, "launch_ns": gl, "category": cat}
+        {
+            "start_ns": gap_s,
+            "end_ns": gap_e,
+            "idle_ns": gap_e - gap_s,
+            "launch_ns": gl,
+            "category": pd.Categorical.from_codes(
+                cat.astype(np.int8), dtype=pd.CategoricalDtype(list(IDLE_CATEGORIES))
+            ),
+        }
     )
-
-
-def launch_threads(trace: Trace, g: pd.DataFrame) -> pd.DataFrame:
-    """Host rows on the threads that launched at least one of the GPU events *g*.
-
-    Only the columns the idle analyses read are kept (name, cat, start_ns, end_ns, pid, tid,
-    correlation).
-    """
-    h = trace.host[["name", "cat", "start_ns", "end_ns", "pid", "tid", "correlation"]]
-    corr = g["correlation"].to_numpy()
-    launchers = h[h["correlation"].isin(corr[corr >= 0])]
-    if launchers.empty:
-        return h
-    threads = pd.MultiIndex.from_arrays([launchers["pid"], launchers["tid"]]).unique()
-    return h[pd.MultiIndex.from_arrays([h["pid"], h["tid"]]).isin(threads)]
-
-
-def host_activity_intervals(trace: Trace, host: pd.DataFrame) -> dict[str, iv.Intervals]:
-    """Merged host intervals per :data:`CPU_ACTIVITIES` entry (before priority is applied).
-
-    ``python`` holds python_function events, user annotations and the step windows;
-    ``unattributed`` is empty (it is the remainder).
-    """
-    s = host["start_ns"].to_numpy()
-    e = host["end_ns"].to_numpy()
-    api = np.asarray(host["cat"].isin(LAUNCH_CATS), dtype=bool)
-    step = names_matching(host["name"], STEP_MARKER.search)
-    is_dl = names_matching(host["name"], _DATA_LOADING.search) & ~api
-    is_opt = names_matching(host["name"], _OPTIMIZER.search) & ~api
-    is_sync = api & names_matching(host["name"], _SYNC.search)
-    is_py = np.asarray(host["cat"].isin(("python_function", "user_annotation")), dtype=bool) & ~step
-    is_op = ~api & ~is_py & ~step
-    steps = trace.steps()
-    py_s = np.concatenate([s[is_py], steps["start_ns"].to_numpy()])
-    py_e = np.concatenate([e[is_py], steps["end_ns"].to_numpy()])
-    return {
-        "data_loading": iv.merge(s[is_dl], e[is_dl]),
-        "optimizer": iv.merge(s[is_opt], e[is_opt]),
-        "sync": iv.merge(s[is_sync], e[is_sync]),
-        "cuda_api": iv.merge(s[api], e[api]),
-        "cpu_op": iv.merge(s[is_op], e[is_op]),
-        "python": iv.merge(py_s, py_e),
-        "unattributed": iv.empty(),
-    }
 
 
 def attribute_idle(idle: iv.Intervals, activity: dict[str, iv.Intervals]) -> dict[str, int]:
     """Split *idle* over the activities in :data:`CPU_ACTIVITIES` order (first match wins)."""
-    remaining = iv.merge(*idle)
-    out: dict[str, int] = {}
-    for name in CPU_ACTIVITIES[:-1]:
-        took = iv.intersect(remaining, activity[name])
-        out[name] = iv.total(took)
-        remaining = iv.subtract(remaining, took)
-    out["unattributed"] = iv.total(remaining)
-    return out
+    return {k: int(v[0]) for k, v in attribute_by_window(idle, activity, None, None).items()}
+
+
+def attribute_by_window(
+    idle: iv.Intervals,
+    activity: dict[str, iv.Intervals],
+    lo: np.ndarray | None,
+    hi: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """:func:`attribute_idle` of *idle* ∩ each window ``[lo[i], hi[i])`` (None: the whole
+    line, one value): activity → ns per window (:func:`analyzers.intervals.first_match`)."""
+    sets = [activity[name] for name in CPU_ACTIVITIES[:-1]]
+    return dict(zip(CPU_ACTIVITIES, iv.first_match(idle, sets, lo, hi), strict=True))
 
 
 def gpu_idle(trace: Trace, options: AnalysisOptions | None = None) -> GpuIdle:
     """GPU-wide idle time, its gap categories and its CPU-activity attribution."""
     options = options or AnalysisOptions()
-    g = gpu_events(trace, options)
-    gaps = gpu_idle_gaps(trace, options)
+    rows = window_rows(trace, options)
     zero_cause = {c: 0 for c in IDLE_CATEGORIES}
     zero_act = {c: 0 for c in CPU_ACTIVITIES}
-    if g.empty:
-        return GpuIdle(0, 0, 0, zero_cause, zero_act, gaps)
-    busy = iv.merge(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
+    if not rows.size:
+        frame = _gaps_frame(gap_arrays(trace, rows, iv.empty(), options))
+        return GpuIdle(0, 0, 0, zero_cause, zero_act, frame)
+    busy = typed_intervals(trace, options).busy
+    gaps = gap_arrays(trace, rows, busy, options)
     span = int(busy[1][-1] - busy[0][0])
     busy_ns = iv.total(busy)
-    by_cause = zero_cause | {
-        str(k): int(v) for k, v in gaps.groupby("category")["idle_ns"].sum().items()
-    }
-    host = launch_threads(trace, g)
-    acts = host_activity_intervals(trace, host)
-    by_act = attribute_idle((gaps["start_ns"].to_numpy(), gaps["end_ns"].to_numpy()), acts)
-    return GpuIdle(span, busy_ns, span - busy_ns, by_cause, by_act, gaps)
+    idle = gaps[1] - gaps[0]
+    by_cause = {c: int(idle[gaps[3] == i].sum()) for i, c in enumerate(IDLE_CATEGORIES)}
+    acts = activity_sets(trace, launching_threads(trace, rows))
+    by_act = attribute_idle((gaps[0], gaps[1]), acts)
+    return GpuIdle(span, busy_ns, span - busy_ns, by_cause, by_act, _gaps_frame(gaps))
 
 
 def idle_analysis(trace: Trace, options: AnalysisOptions | None = None) -> IdleResult:
     """Both idle views for one rank, with notes for what the trace cannot support."""
     options = options or AnalysisOptions()
     notes = list(trace_notes(trace))
-    extra = unlaunched_note(trace, gpu_events(trace, options)) if not notes else None
+    extra = unlaunched_note(trace, window_rows(trace, options)) if not notes else None
     if extra:
         notes.append(extra)
     return IdleResult(stream_idle_breakdown(trace, options), gpu_idle(trace, options), tuple(notes))

@@ -23,6 +23,8 @@ same arrays either way: a normalized set of positive-length intervals is unique.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -88,7 +90,28 @@ def total(iv: Intervals) -> int:
 
 def union(a: Intervals, b: Intervals) -> Intervals:
     """``a ∪ b``, normalized."""
+    if _is_normalized(a) and _is_normalized(b):
+        if not b[0].size:
+            return a
+        if not a[0].size:
+            return b
+        return _union_of_sorted(
+            sort_runs(np.concatenate([a[0], b[0]])), sort_runs(np.concatenate([a[1], b[1]]))
+        )
     return merge(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def _union_of_sorted(starts: NDArray[np.int64], ends: NDArray[np.int64]) -> Intervals:
+    """:func:`merge` of intervals (each ending at or after its start) given only their sorted
+    starts and their sorted ends: the i-th start opens a new group exactly when it is greater
+    than the i-th smallest end (then the i intervals before it are the ones that end first,
+    and that end is the running maximum :func:`merge` compares with)."""
+    n = starts.size
+    new_group = np.empty(n, dtype=bool)
+    new_group[0] = True
+    np.greater(starts[1:], ends[:-1], out=new_group[1:])
+    first = np.flatnonzero(new_group)
+    return _normalized(starts[first], ends[np.append(first[1:] - 1, n - 1)])
 
 
 def _pairs_intersection(a: Intervals, b: Intervals) -> Intervals:
@@ -205,3 +228,65 @@ def covered_in_windows(iv: Intervals, lo: ArrayLike, hi: ArrayLike) -> NDArray[n
         return np.where(k > 0, full + partial, 0)
 
     return covered_before(hi) - covered_before(lo)
+
+
+def first_match(
+    base: Intervals,
+    sets: Sequence[Intervals],
+    lo: ArrayLike | None = None,
+    hi: ArrayLike | None = None,
+) -> list[NDArray[np.int64]]:
+    """Split *base* over *sets* in priority order: entry k is ``|base ∩ S_k \\ (S_1 ∪ … ∪
+    S_(k−1))|`` and one last entry the rest of *base*, each as the length inside every window
+    ``[lo[i], hi[i])`` (windows may overlap), or as one value (the whole line) without windows.
+
+    With ``U_k = S_1 ∪ … ∪ S_k``, entry k is ``|base ∩ U_k| − |base ∩ U_(k−1)|`` and
+    ``|base ∩ U ∩ W| = |base ∩ W| + |U ∩ W| − |(base ∪ U) ∩ W|``: two running unions, no
+    intersection or difference of sets (the same lengths as taking each set's part out of
+    the rest in turn, which sets that are not normalized still get)."""
+    base = merge(*base)
+    normal = [_norm(x) for x in sets]
+
+    def cov(x: Intervals) -> NDArray[np.int64]:
+        if lo is None or hi is None:
+            return np.array([total(x)], dtype=np.int64)
+        return covered_in_windows(x, lo, hi)
+
+    out: list[NDArray[np.int64]] = []
+    if not all(_is_normalized(x) for x in (base, *normal)):
+        for x in sets:
+            took = intersect(base, x)
+            out.append(cov(took))
+            base = subtract(base, took)
+        return [*out, cov(base)]
+    base_cov = cov(base)
+    union_all, with_base = empty(), base
+    taken = np.zeros_like(base_cov)
+    for x in normal:
+        if x[0].size:
+            union_all, with_base = union(union_all, x), union(with_base, x)
+        now = base_cov + cov(union_all) - cov(with_base)
+        out.append(now - taken)
+        taken = now
+    return [*out, base_cov - taken]
+
+
+def union_length_by_group(
+    codes: NDArray[np.int64],
+    n_groups: int,
+    starts: NDArray[np.int64],
+    ends: NDArray[np.int64],
+    keep: NDArray[np.bool_],
+) -> NDArray[np.int64]:
+    """``total(merge(...))`` of the kept intervals of each group (codes 0 … n_groups − 1),
+    every interval ending at or after its start: from the starts and the ends sorted per group
+    (the rule of :func:`_union_of_sorted`), one pass for all groups."""
+    out = np.zeros(n_groups, dtype=np.int64)
+    c, s, e = codes[keep], starts[keep], ends[keep]
+    if not c.size:
+        return out
+    by_s, by_e = np.lexsort((s, c)), np.lexsort((e, c))
+    c, s, e = c[by_s], s[by_s], e[by_e]
+    first = np.flatnonzero(np.r_[True, (c[1:] != c[:-1]) | (s[1:] > e[:-1])])
+    np.add.at(out, c[first], e[np.r_[first[1:] - 1, c.size - 1]] - s[first])
+    return out

@@ -1,6 +1,6 @@
 """Kernel summary: one row per kernel name over the window's GPU kernels.
 
-Rows are the window's GPU events (:func:`analyzers.temporal.typed_events`) of kind ``kernel``
+Rows are the window's GPU events (:func:`analyzers.window.window_rows`) of kind ``kernel``
 (CUPTI's kernel activity; memcpy/memset/sync rows are not kernels), grouped by ``name``.  With
 ``d`` the durations ``end_ns − start_ns`` of one name's ``n`` instances (docs/metrics.md
 "Kernel summary"; Nsight Systems ``cuda_gpu_kern_sum``):
@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from analyzers.options import AnalysisOptions
-from analyzers.temporal import typed_events
+from analyzers.temporal import TYPE_LABELS
+from analyzers.window import gpu_type_codes, value_mask, window_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,8 +65,20 @@ def summarize_durations(names: pd.Series, durations: np.ndarray) -> pd.DataFrame
     import pandas as pd
 
     cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
-    labels = np.append(np.asarray(cat.cat.categories, dtype=object), UNNAMED)
-    codes = cat.cat.codes.to_numpy().astype(np.int64)
+    return _summarize_codes(cat.cat.codes.to_numpy(), _labels(cat.cat.categories), durations)
+
+
+def _labels(categories: pd.Index) -> np.ndarray:
+    """The name of each category code, and :data:`UNNAMED` for code -1 (the last entry)."""
+    return np.append(np.asarray(categories, dtype=object), UNNAMED)
+
+
+def _summarize_codes(codes: np.ndarray, labels: np.ndarray, durations: np.ndarray) -> pd.DataFrame:
+    """:func:`summarize_durations` of names given as category *codes* (-1 missing) into
+    *labels* (:func:`_labels`)."""
+    import pandas as pd
+
+    codes = codes.astype(np.int64)
     codes[codes < 0] = len(labels) - 1
     d = np.asarray(durations, dtype=np.int64)
     order = np.lexsort((d, codes))
@@ -94,6 +107,7 @@ def summarize_durations(names: pd.Series, durations: np.ndarray) -> pd.DataFrame
             "min_ns": d[first],
             "max_ns": d[last],
             "stddev_ns": stddev,
+            "_code": codes[first],
         }
     )
 
@@ -107,20 +121,38 @@ def kernel_summary(
 
     *kinds* selects which ``gpu.kind`` rows are summarized (default: kernels only).
     """
+    import pandas as pd
+
     options = options or AnalysisOptions()
-    g = typed_events(trace, options)
-    g = g[g["kind"].isin(list(kinds)).to_numpy()]
-    d = g["end_ns"].to_numpy() - g["start_ns"].to_numpy()
-    out = summarize_durations(g["name"], d)
+    gpu = trace.gpu
+    rows = window_rows(trace, options)
+    sel = rows[value_mask(gpu["kind"], kinds)[rows]]
+    d = gpu["end_ns"].to_numpy()[sel] - gpu["start_ns"].to_numpy()[sel]
+    names = gpu["name"]
+    cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    labels = _labels(cat.cat.categories)
+    codes = cat.cat.codes.to_numpy()[sel]
+    out = _summarize_codes(codes, labels, d)
     if out.empty:
         return out.assign(type=[], time_pct=[])[list(SUMMARY_COLUMNS)]
-    # one type per name: the classification of the name (and of its rows' kind)
-    names = g["name"].astype(object).where(g["name"].notna(), UNNAMED)
-    type_of = g["type"].groupby(names.to_numpy(), sort=False).first()
-    out["type"] = type_of.reindex(out["name"]).to_numpy()
-    grand = int(out["total_ns"].sum())
-    out["time_pct"] = 100.0 * out["total_ns"] / grand if grand else np.nan
-    out = out.sort_values(
-        ["total_ns", "count", "name"], ascending=[False, True, True], kind="stable"
-    )
-    return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+    # one type per name: the type (of the name and its row's kind) of the name's first row
+    same = codes.astype(np.int64)
+    missing = len(labels) - 1
+    same[same < 0] = missing
+    hit = np.flatnonzero(labels[:-1] == UNNAMED)  # a category spelled like the missing name
+    if hit.size:
+        same[same == missing] = hit[0]
+    ids, first_row = np.unique(same, return_index=True)
+    types = gpu_type_codes(trace, options)[sel][first_row]
+    group = out["_code"].to_numpy()
+    if hit.size:
+        group = np.where(group == missing, hit[0], group)
+    out["type"] = TYPE_LABELS[types[np.searchsorted(ids, group)]]
+    total = out["total_ns"].to_numpy()
+    grand = int(total.sum())
+    out["time_pct"] = 100.0 * total / grand if grand else np.nan
+    label = out["name"].to_numpy()
+    distinct = sorted(set(label.tolist()))
+    rank = np.searchsorted(np.array(distinct, dtype=object), label)
+    order = np.lexsort((rank, out["count"].to_numpy(), -total))
+    return out.take(order)[list(SUMMARY_COLUMNS)].reset_index(drop=True)

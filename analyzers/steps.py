@@ -58,16 +58,19 @@ Everything is computed in one pass over all steps (sort, ``searchsorted``, cumul
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from analyzers import intervals as iv
-from analyzers.classify import COMMUNICATION, COMPUTATION, classify
+from analyzers.classify import COMMUNICATION, COMPUTATION, KERNEL_TYPES
+from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
-from analyzers.window import memoized, window
+from analyzers.window import gpu_launch_rows, gpu_type_codes, memoized, value_mask, window
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS
 
@@ -150,16 +153,30 @@ def placement(trace: Trace, gpu: pd.DataFrame, options: AnalysisOptions) -> pd.D
     return pd.DataFrame({"t_ns": t, "launch_ns": launch, "prelaunched": pre}, index=gpu.index)
 
 
+_EVENT_COLUMNS = ["name", "kind", "stream", "start_ns", "end_ns", "correlation"]
+
+
 @dataclass(frozen=True)
 class StepEvents:
-    """The step events ``S`` of a rank and the steps they belong to (module docstring)."""
+    """The step events ``S`` of a rank and the steps they belong to (module docstring).
+
+    The events are given as arrays (one entry per event of ``S``, in ``trace.gpu`` order);
+    :attr:`events` is the same as a table."""
 
     steps: pd.DataFrame
     """The window's steps in time order: step, start_ns, end_ns."""
-    events: pd.DataFrame
-    """``S``: rows of ``trace.gpu`` (same index) with name, kind, stream, start_ns, end_ns,
-    correlation, and ``type``, ``t_ns``, ``launch_ns``, ``prelaunched``, ``pos`` (the position
-    in :attr:`steps` of the event's step, -1 none)."""
+    rows: np.ndarray
+    """Position in ``trace.gpu`` of each event."""
+    start: np.ndarray
+    end: np.ndarray
+    types: np.ndarray
+    """Kernel type code (index into :data:`analyzers.classify.KERNEL_TYPES`)."""
+    t_ns: np.ndarray
+    """The instant that places the event."""
+    launch_ns: np.ndarray
+    """Start of the launching call (-1 none)."""
+    pos: np.ndarray
+    """Position in :attr:`steps` of the event's step (-1 none)."""
     busy: iv.Intervals
     compute: iv.Intervals
     comm: iv.Intervals
@@ -169,6 +186,40 @@ class StepEvents:
     """``E`` per step (-1 without GPU work)."""
     prelaunched: pd.DataFrame
     """The rows of ``trace.gpu`` (with a stream) launched before the profiler started."""
+    prelaunched_flags: np.ndarray = field(repr=False)
+    """Per event: prelaunched (kept with ``include_prelaunched``)."""
+    gpu: weakref.ref[pd.DataFrame] = field(repr=False, compare=False)
+    """``trace.gpu`` (the table :attr:`rows` index), weakly: the memo holding this must not
+    keep the table alive."""
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """``S`` as rows of ``trace.gpu`` (same index) with name, kind, stream, start_ns,
+        end_ns, correlation, and ``type``, ``t_ns``, ``launch_ns``, ``prelaunched``, ``pos``."""
+        gpu = self.gpu()
+        if gpu is None:
+            raise ValueError("the trace of these step events is gone")
+        ev = gpu.take(self.rows)[_EVENT_COLUMNS]
+        return ev.assign(
+            type=_TYPE_LABELS[self.types],
+            t_ns=self.t_ns,
+            launch_ns=self.launch_ns,
+            prelaunched=self.prelaunched_flags,
+            pos=self.pos,
+        )
+
+
+_TYPE_LABELS = np.array(KERNEL_TYPES, dtype=object)
+_COMPUTATION = KERNEL_TYPES.index(COMPUTATION)
+_COMMUNICATION = KERNEL_TYPES.index(COMMUNICATION)
+
+
+@TraceMemo
+def first_launch_correlation(trace: Trace) -> int | None:
+    """The smallest correlation id of a launch call on the host (None without one)."""
+    h = trace.host
+    lm = launch_mask(h)
+    return int(h["correlation"].to_numpy()[lm].min()) if lm.any() else None
 
 
 def step_events(trace: Trace, options: AnalysisOptions | None = None) -> StepEvents:
@@ -181,24 +232,32 @@ def _step_events(trace: Trace, options: AnalysisOptions) -> StepEvents:
     steps = window_steps(trace, options)
     lo = steps["start_ns"].to_numpy(dtype=np.int64)
     hi = steps["end_ns"].to_numpy(dtype=np.int64)
-    cols = ["name", "kind", "stream", "start_ns", "end_ns", "correlation"]
-    g = trace.gpu.loc[trace.gpu["stream"].to_numpy() != -1, cols]
-    place = placement(trace, g, options)
-    pre = place["prelaunched"].to_numpy()
-    prelaunched = g[pre]
-    keep = place["t_ns"].to_numpy() >= 0
-    ev = g[keep].assign(
-        type=classify(g["name"][keep], g["kind"][keep], options.hta_version),
-        t_ns=place["t_ns"].to_numpy()[keep],
-        launch_ns=place["launch_ns"].to_numpy()[keep],
-        prelaunched=pre[keep],
-    )
-    pos = step_positions(ev["t_ns"].to_numpy(), lo, hi)
-    ev["pos"] = pos
-    s = ev["start_ns"].to_numpy(dtype=np.int64)
-    e = ev["end_ns"].to_numpy(dtype=np.int64)
-    t = ev["type"].to_numpy()
-    comp, comm = t == COMPUTATION, t == COMMUNICATION
+    gpu = trace.gpu
+    rows = np.flatnonzero(gpu["stream"].to_numpy() != -1)
+    all_s = gpu["start_ns"].to_numpy()[rows]
+    all_e = gpu["end_ns"].to_numpy()[rows]
+    corr = gpu["correlation"].to_numpy()[rows]
+    # placement (module docstring; :func:`placement` of these rows)
+    lr = gpu_launch_rows(trace)[rows]
+    hit = lr >= 0
+    launch = np.full(rows.size, -1, dtype=np.int64)
+    launch[hit] = trace.host["start_ns"].to_numpy()[lr[hit]]
+    first_id = first_launch_correlation(trace) if rows.size else None
+    if first_id is None:
+        pre = np.zeros(rows.size, dtype=bool)
+    else:
+        pre = (corr >= 0) & (corr < first_id) & ~hit
+    t_all = np.where(hit, launch, all_s).astype(np.int64)
+    if not options.include_prelaunched:
+        t_all[pre] = -1
+    keep = t_all >= 0
+    ev_rows = rows[keep]
+    s = all_s[keep].astype(np.int64)
+    e = all_e[keep].astype(np.int64)
+    t = gpu_type_codes(trace, options)[ev_rows]
+    t_ns = t_all[keep]
+    pos = step_positions(t_ns, lo, hi)
+    comp, comm = t == _COMPUTATION, t == _COMMUNICATION
     n = len(steps)
     first = np.full(n, _MAX, dtype=np.int64)
     last = np.full(n, _MIN, dtype=np.int64)
@@ -210,8 +269,6 @@ def _step_events(trace: Trace, options: AnalysisOptions) -> StepEvents:
     start = np.full(n, -1, dtype=np.int64)
     if has.any():
         f = int(np.flatnonzero(has)[0])
-        all_s = g["start_ns"].to_numpy(dtype=np.int64)
-        all_e = g["end_ns"].to_numpy(dtype=np.int64)
         before = all_s < first[f]
         e0 = int(all_e[before].max()) if before.any() else _MIN
         start[f] = min(int(first[f]), max(int(lo[f]), e0))
@@ -222,13 +279,21 @@ def _step_events(trace: Trace, options: AnalysisOptions) -> StepEvents:
     end = np.where(has, end, -1)
     return StepEvents(
         steps=steps[["step", "start_ns", "end_ns"]],
-        events=ev,
+        rows=ev_rows,
+        start=s,
+        end=e,
+        types=t,
+        t_ns=t_ns,
+        launch_ns=launch[keep],
+        pos=pos,
         busy=iv.merge(s, e),
         compute=iv.merge(s[comp], e[comp]),
         comm=iv.merge(s[comm], e[comm]),
         gpu_start=start,
         gpu_end=end,
-        prelaunched=prelaunched,
+        prelaunched=gpu.take(rows[pre])[_EVENT_COLUMNS],
+        prelaunched_flags=pre[keep],
+        gpu=weakref.ref(gpu),
     )
 
 
@@ -244,35 +309,47 @@ def exposed_intervals(se: StepEvents) -> iv.Intervals:
 
 
 def _lag(se: StepEvents) -> np.ndarray:
-    """Median launch→start per step, rounded to the ns (-1 where no event has a launch)."""
-    ev = se.events
+    """Median launch→start per step, rounded to the ns (-1 where no event has a launch).
+
+    The median of a step's (float) lags is the middle one, or the mean of the two middle ones
+    (pandas' group median)."""
     n = len(se.steps)
     out = np.full(n, -1, dtype=np.int64)
-    linked = (ev["pos"].to_numpy() >= 0) & (ev["launch_ns"].to_numpy() >= 0)
+    linked = (se.pos >= 0) & (se.launch_ns >= 0)
     if not linked.any():
         return out
-    d = (ev["start_ns"].to_numpy() - ev["launch_ns"].to_numpy())[linked].astype(np.float64)
-    med = pd.Series(d).groupby(ev["pos"].to_numpy()[linked]).median()
+    d = (se.start - se.launch_ns)[linked].astype(np.float64)
+    p = se.pos[linked]
+    order = np.lexsort((d, p))
+    d, p = d[order], p[order]
+    first = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+    count = np.diff(np.r_[first, p.size])
+    med = (d[first + (count - 1) // 2] + d[first + count // 2]) / 2.0
     # halves to even, as analyzers.stats.round_ns
-    out[med.index.to_numpy(dtype=np.int64)] = np.round(med.to_numpy()).astype(np.int64)
+    out[p[first]] = np.round(med).astype(np.int64)
     return out
 
 
 def step_breakdown(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """One row per ProfilerStep of the window, columns :data:`STEP_COLUMNS` (module
-    docstring)."""
-    options = options or AnalysisOptions()
+    docstring); memoised per trace and options (each call returns its own shallow copy)."""
+    opts = options or AnalysisOptions()
+    return memoized(trace, opts, "step_breakdown", lambda: _step_breakdown(trace, opts)).copy(
+        deep=False
+    )
+
+
+def _step_breakdown(trace: Trace, options: AnalysisOptions) -> pd.DataFrame:
     se = step_events(trace, options)
     steps = se.steps
     lo = steps["start_ns"].to_numpy(dtype=np.int64)
     hi = steps["end_ns"].to_numpy(dtype=np.int64)
     g0, g1 = step_windows(se)
     busy = iv.covered_in_windows(se.busy, g0, g1)
-    ev = se.events
     n = len(steps)
-    work = np.asarray(ev["kind"].isin(GPU_WORK_KINDS), dtype=bool) & (ev["pos"].to_numpy() >= 0)
-    pos = ev["pos"].to_numpy()[work]
-    dur = (ev["end_ns"].to_numpy() - ev["start_ns"].to_numpy())[work].astype(np.int64)
+    work = value_mask(trace.gpu["kind"], GPU_WORK_KINDS)[se.rows] & (se.pos >= 0)
+    pos = se.pos[work]
+    dur = (se.end - se.start)[work].astype(np.int64)
     work_ns = np.zeros(n, dtype=np.int64)
     np.add.at(work_ns, pos, dur)
     lag = _lag(se)

@@ -28,10 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from analyzers import intervals as iv
-from analyzers.classify import COMMUNICATION, COMPUTATION, classify
+from analyzers.classify import COMMUNICATION, COMPUTATION, KERNEL_TYPES
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events, memoized
+from analyzers.window import gpu_events, gpu_type_codes, memoized, window_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,9 +88,21 @@ def typed_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
 
     def compute() -> pd.DataFrame:
         g = gpu_events(trace, opts)
-        return g.assign(type=classify(g["name"], g["kind"], opts.hta_version))
+        return g.assign(type=TYPE_LABELS[window_type_codes(trace, opts)])
 
     return memoized(trace, opts, "typed_events", compute)
+
+
+TYPE_LABELS = np.array(KERNEL_TYPES, dtype=object)
+"""Type code → label (:data:`analyzers.classify.KERNEL_TYPES`)."""
+COMPUTATION_CODE = KERNEL_TYPES.index(COMPUTATION)
+COMMUNICATION_CODE = KERNEL_TYPES.index(COMMUNICATION)
+
+
+def window_type_codes(trace: Trace, options: AnalysisOptions | None = None) -> np.ndarray:
+    """Type code (index into :data:`analyzers.classify.KERNEL_TYPES`) of each window GPU event,
+    in :func:`analyzers.window.window_rows` order (the rows of :func:`typed_events`)."""
+    return gpu_type_codes(trace, options)[window_rows(trace, options)]
 
 
 def typed_intervals(trace: Trace, options: AnalysisOptions | None = None) -> TypedIntervals:
@@ -98,12 +112,12 @@ def typed_intervals(trace: Trace, options: AnalysisOptions | None = None) -> Typ
 
 
 def _typed_intervals(trace: Trace, options: AnalysisOptions) -> TypedIntervals:
-    g = typed_events(trace, options)
-    s = g["start_ns"].to_numpy()
-    e = g["end_ns"].to_numpy()
-    t = g["type"].to_numpy()
-    comp = t == COMPUTATION
-    comm = t == COMMUNICATION
+    rows = window_rows(trace, options)
+    s = trace.gpu["start_ns"].to_numpy()[rows]
+    e = trace.gpu["end_ns"].to_numpy()[rows]
+    t = window_type_codes(trace, options)
+    comp = t == COMPUTATION_CODE
+    comm = t == COMMUNICATION_CODE
     return TypedIntervals(
         busy=iv.merge(s, e), compute=iv.merge(s[comp], e[comp]), comm=iv.merge(s[comm], e[comm])
     )

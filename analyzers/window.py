@@ -36,15 +36,17 @@ says ``device_type: MTIA``, which no Kineto fixture does) is not reproduced.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from analyzers.classify import rules
+from analyzers.classify import KERNEL_TYPES, MEMORY, MEMORY_KINDS, classify_name, rules
+from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from collectors.arrays import sorted_unique
+from collectors.linking import launching_calls
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,6 +123,17 @@ def memoized(trace: Trace, options: AnalysisOptions, name: str, compute: Callabl
     return out
 
 
+def value_mask(col: pd.Series, values: Sequence[object]) -> np.ndarray:
+    """``col.isin(values)`` as a boolean array, each category tested once for a categorical
+    column (a missing value never matches)."""
+    import pandas as pd
+
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return np.asarray(col.isin(list(values)), dtype=bool)
+    hits = np.asarray(col.cat.categories.isin(list(values)), dtype=bool)
+    return np.append(hits, False)[col.cat.codes.to_numpy()]
+
+
 def _names_in(col: pd.Series, mask: np.ndarray) -> set[str]:
     import pandas as pd
 
@@ -195,6 +208,18 @@ def window(trace: Trace, options: AnalysisOptions | None = None) -> Window:
     return _selection(trace, options or AnalysisOptions()).window
 
 
+def window_rows(trace: Trace, options: AnalysisOptions | None = None) -> np.ndarray:
+    """Positions in ``trace.gpu`` of the window's GPU events (the rows of :func:`gpu_events`),
+    ascending; memoised per (trace, window options).  Do not modify."""
+    opts = options or AnalysisOptions()
+
+    def select() -> np.ndarray:
+        mask = _selection(trace, opts).gpu_keep & (trace.gpu["stream"].to_numpy() != -1)
+        return np.flatnonzero(mask)
+
+    return memoized(trace, opts, "window_rows", select)
+
+
 def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """GPU events of the window: ``trace.gpu`` rows with ``stream != -1`` kept by the filter.
 
@@ -206,7 +231,40 @@ def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
     opts = options or AnalysisOptions()
 
     def select() -> pd.DataFrame:
-        mask = _selection(trace, opts).gpu_keep & (trace.gpu["stream"].to_numpy() != -1)
-        return trace.gpu[mask]
+        return trace.gpu.take(window_rows(trace, opts))
 
     return memoized(trace, opts, "gpu_events", select).copy(deep=False)
+
+
+@TraceMemo
+def gpu_launch_rows(trace: Trace) -> np.ndarray:
+    """:func:`collectors.linking.launching_calls` of every ``trace.gpu`` row: the position in
+    ``trace.host`` of the call that launched it, or -1; computed once per Trace (do not
+    modify)."""
+    return launching_calls(trace.host, trace.gpu["correlation"].to_numpy())
+
+
+def gpu_type_codes(trace: Trace, options: AnalysisOptions | None = None) -> np.ndarray:
+    """Kernel type of every ``trace.gpu`` row as an index into
+    :data:`analyzers.classify.KERNEL_TYPES` (int8): :func:`analyzers.classify.classify` of the
+    name and kind columns under ``options.hta_version``, each distinct name matched once;
+    memoised (do not modify)."""
+    import pandas as pd
+
+    opts = options or AnalysisOptions()
+
+    def codes() -> np.ndarray:
+        names = trace.gpu["name"]
+        cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+        labels = [str(c) for c in cat.cat.categories]
+        per_name = np.array(
+            [KERNEL_TYPES.index(classify_name(n, opts.hta_version)) for n in labels]
+            + [KERNEL_TYPES.index(classify_name(None, opts.hta_version))],
+            dtype=np.int8,
+        )
+        out = per_name[cat.cat.codes.to_numpy()]
+        if len(out):
+            out[np.asarray(trace.gpu["kind"].isin(MEMORY_KINDS))] = KERNEL_TYPES.index(MEMORY)
+        return out
+
+    return memoized(trace, opts, "gpu_type_codes", codes)
