@@ -34,20 +34,23 @@ times).  gpuscope adds the time-weighted mean over the stream's first to last ch
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analyzers import intervals as iv
-from analyzers.idle import trace_notes
+from analyzers.distributions import STAT_KEYS as STAT_KEYS
+from analyzers.distributions import distribution as distribution
+from analyzers.distributions import grouped
+from analyzers.idle import gpu_host_link, host_by_correlation, trace_notes
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events, window
-from collectors.arrays import sorted_unique
+from analyzers.window import gpu_launch_rows, value_mask, window, window_rows
 from collectors.kinds import strip_api_version
-from collectors.linking import launching_calls
 from collectors.model import GPU_WORK_KINDS, Trace, names_matching, str_array
 
 HTA_LAUNCH_NAMES = (
@@ -59,46 +62,22 @@ HTA_LAUNCH_NAMES = (
 HTA_MEMORY_LAUNCH_NAMES = ("cudaMemcpyAsync", "cudaMemsetAsync")
 """Added by HTA's ``include_memory_events=True`` (its default)."""
 HTA_QUEUE_NAMES = (
-    "cudaLaunchKernel",
-    "cudaLaunchKernelExC",
-    "cuLaunchKernel",
-    "cudaMemcpyAsync",
-    "cudaMemsetAsync",
-    "runFunction - job_prep_and_submit_for_execution",
-    "hipLaunchKernel",
-    "hipExtModuleLaunchKernel",
-    "hipMemsetAsync",
-    "hipMemcpyAsync",
-    "hipMemcpyWithStream",
-)
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync",
+    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream",
+)  # fmt: skip
 """Host calls HTA's queue-length series counts as enqueues."""
-"""GPU-op kinds of the gpuscope selection (``sync`` rows are waits, not launched work)."""
 
 RUNTIME_CUTOFF_NS = 50_000
 """HTA's ``runtime_cutoff`` (50 µs): a launch call longer than this is a runtime outlier."""
 LAUNCH_DELAY_CUTOFF_NS = 100_000
 """HTA's ``launch_delay_cutoff`` (100 µs): a longer launch delay is a delay outlier."""
 
-_HOST_COLS = ["name", "cat", "start_ns", "end_ns", "correlation"]
-_GPU_COLS = ["name", "kind", "stream", "start_ns", "end_ns", "correlation"]
-
 LAUNCH_COLUMNS = (
-    "gpu_index",
-    "correlation",
-    "launch_name",
-    "name",
-    "kind",
-    "stream",
-    "cpu_start_ns",
-    "cpu_duration_ns",
-    "gpu_start_ns",
-    "gpu_duration_ns",
-    "launch_delay_ns",
-    "start_after_call_ns",
-    "ops_in_launch",
-    "step",
-    "graph",
-)
+    "gpu_index", "correlation", "launch_name", "name", "kind", "stream", "cpu_start_ns",
+    "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns", "launch_delay_ns",
+    "start_after_call_ns", "ops_in_launch", "step", "graph",
+)  # fmt: skip
 
 
 def _api_name_in(col: pd.Series, names: Sequence[str]) -> np.ndarray:
@@ -128,7 +107,6 @@ def _step_of(trace: Trace, t: np.ndarray, options: AnalysisOptions) -> np.ndarra
 def _is_graph_launch(names: pd.Series) -> np.ndarray:
     """Host call names that launch a CUDA/HIP graph (``*GraphLaunch``)."""
     from analyzers.serving.ops import GRAPH_LAUNCH_RE
-    from collectors.model import names_matching
 
     if not len(names):
         return np.zeros(0, bool)
@@ -137,84 +115,130 @@ def _is_graph_launch(names: pd.Series) -> np.ndarray:
     return names_matching(names, GRAPH_LAUNCH_RE.search)
 
 
-def _waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``[call end, op start)`` of the ops with a positive delay, and their row mask."""
-    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
-    pos = d > 0
-    e = launches["gpu_start_ns"].to_numpy(dtype=np.int64)
-    return (e - d)[pos], e[pos], pos
+@dataclass(frozen=True)
+class Pairs:
+    """Launch pairs as arrays, one entry per (host call, GPU op) sharing a correlation id, in
+    (call start, op start, call row, op row) order (the rows of :data:`LAUNCH_COLUMNS`): the
+    rows in ``trace.host`` / ``trace.gpu``, times, ``ops_in_launch`` (pairs of the id),
+    :attr:`step` and :attr:`graph`."""
+
+    host_rows: np.ndarray
+    gpu_rows: np.ndarray
+    cpu_start: np.ndarray
+    cpu_end: np.ndarray
+    gpu_start: np.ndarray
+    gpu_end: np.ndarray
+    correlation: np.ndarray
+    ops_in_launch: np.ndarray
+    trace: Trace = field(repr=False, compare=False)
+    options: AnalysisOptions = field(repr=False, compare=False)
+
+    @property
+    def delay(self) -> np.ndarray:
+        """``launch_delay_ns``: max(0, op start − call end)."""
+        return np.maximum(0, self.gpu_start - self.cpu_end)
+
+    @cached_property
+    def step(self) -> np.ndarray:
+        """The window step of the call's start (-1 none)."""
+        return _step_of(self.trace, self.cpu_start, self.options)
+
+    @cached_property
+    def graph(self) -> np.ndarray:
+        """The call launches a graph."""
+        if not self.host_rows.size:
+            return np.zeros(0, dtype=bool)
+        return _is_graph_launch(self.trace.host["name"])[self.host_rows]
 
 
-def delay_union_ns(launches: pd.DataFrame) -> int:
-    """Length of the union of ``[call end, op start)`` over the ops of *launches* with a
-    positive launch delay (module docstring)."""
-    s, e, _ = _waits(launches)
-    return iv.total(iv.merge(s, e))
+def _pairs(
+    trace: Trace, options: AnalysisOptions, gpu_rows: np.ndarray, host_ok: np.ndarray
+) -> Pairs:
+    """The inner join on correlation of the ``trace.gpu`` rows *gpu_rows* (ascending) and the
+    ``trace.host`` rows where *host_ok*, in the join's row order (:class:`Pairs`): through
+    the memoised correlation index of :func:`analyzers.idle.gpu_host_link`."""
+    h, g = trace.host, trace.gpu
+    lo, hi = gpu_host_link(trace)
+    lo, n = lo[gpu_rows], hi[gpu_rows] - lo[gpu_rows]
+    gi = np.repeat(np.arange(gpu_rows.size), n)
+    at = np.repeat(lo, n) + (np.arange(gi.size) - np.repeat(np.cumsum(n) - n, n))
+    hr = host_by_correlation(trace)[1][at]
+    keep = host_ok[hr]
+    gi, hr, group = gi[keep], hr[keep], np.repeat(lo, n)[keep]  # group: one per id
+    gr = gpu_rows[gi]
+    cs = h["start_ns"].to_numpy()[hr].astype(np.int64)
+    gs = g["start_ns"].to_numpy()[gr].astype(np.int64)
+    order = np.lexsort((gr, hr, gs, cs))
+    hr, gr, cs, gs, group = hr[order], gr[order], cs[order], gs[order], group[order]
+    return Pairs(
+        host_rows=hr,
+        gpu_rows=gr,
+        cpu_start=cs,
+        cpu_end=h["end_ns"].to_numpy()[hr].astype(np.int64),
+        gpu_start=gs,
+        gpu_end=g["end_ns"].to_numpy()[gr].astype(np.int64),
+        correlation=g["correlation"].to_numpy()[gr].astype(np.int64),
+        ops_in_launch=np.bincount(group)[group].astype(np.int64) if group.size else group,
+        trace=trace,
+        options=options,
+    )
 
 
-def delay_union_by(launches: pd.DataFrame, by: str) -> dict[Any, int]:
-    """:func:`delay_union_ns` per value of column *by* (one pass: a sort and a running maximum
-    per group); every value of the column is a key (0 without a positive delay)."""
-    s, e, pos = _waits(launches)
-    # integer codes for the values (first appearance order, a missing value its own code):
-    # sorting and grouping codes is what sorting and grouping the strings did, without them
-    codes, uniques = pd.factorize(launches[by], sort=False, use_na_sentinel=False)
-    keys = uniques.tolist()
-    out: dict[Any, int] = dict.fromkeys(keys, 0)
-    if not s.size:
+def _with_named(trace: Trace, named: np.ndarray) -> np.ndarray:
+    """The host rows whose correlation id (≥ 0) is that of a row where *named*."""
+    ids, rows = host_by_correlation(trace)
+    out = np.zeros(named.size, dtype=bool)
+    if not ids.size:
         return out
-    df = pd.DataFrame({"k": codes[pos], "s": s, "e": e})
-    df = df.sort_values(["k", "s"], kind="stable")
-    run = df.groupby("k", sort=False)["e"].cummax().to_numpy()
-    k = df["k"].to_numpy()
-    ss = df["s"].to_numpy()
-    first = np.ones(len(df), dtype=bool)
-    first[1:] = (k[1:] != k[:-1]) | (ss[1:] > run[:-1])
-    grp = np.cumsum(first) - 1
-    g_end = pd.Series(run).groupby(grp).max().to_numpy()
-    total = pd.Series(g_end - ss[first]).groupby(k[first]).sum()
-    missing = np.asarray(pd.isna(uniques), dtype=bool)
-    for code, v in zip(total.index.tolist(), total.tolist(), strict=True):
-        if not missing[code]:  # as a groupby on the values, which drops a missing one
-            out[keys[code]] = int(v)
+    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    any_named = np.maximum.reduceat(named[rows], first)
+    out[rows] = np.repeat(any_named, np.diff(np.r_[first, ids.size]))
     return out
 
 
-def _join(
-    trace: Trace, options: AnalysisOptions, host: pd.DataFrame, gpu: pd.DataFrame
-) -> pd.DataFrame:
-    """Inner join of host calls and GPU ops on correlation, as :data:`LAUNCH_COLUMNS`."""
-    gpu = gpu[["correlation", "name", "kind", "stream", "start_ns", "end_ns"]]
-    j = host[["correlation", "name", "start_ns", "end_ns"]].merge(
-        gpu.assign(gpu_index=gpu.index.to_numpy()),
-        on="correlation",
-        suffixes=("_cpu", "_gpu"),
-    )
-    # the rows in (call start, op start) order, stable, before any string column is decoded
-    order = np.lexsort((j["start_ns_gpu"].to_numpy(), j["start_ns_cpu"].to_numpy()))
-    j = j.take(order)
-    cs = j["start_ns_cpu"].to_numpy(dtype=np.int64)
-    ce = j["end_ns_cpu"].to_numpy(dtype=np.int64)
-    gs = j["start_ns_gpu"].to_numpy(dtype=np.int64)
-    ge = j["end_ns_gpu"].to_numpy(dtype=np.int64)
-    n_ops = j.groupby("correlation")["correlation"].transform("size").to_numpy(dtype=np.int64)
+def hta_pairs(
+    trace: Trace, options: AnalysisOptions | None = None, *, include_memory_events: bool = True
+) -> Pairs:
+    """:func:`hta_launches` as :class:`Pairs`: host calls sharing a correlation id with a call
+    named in :data:`HTA_LAUNCH_NAMES` (and memory calls), with the window's GPU events."""
+    options = options or AnalysisOptions()
+    names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
+    named = _api_name_in(trace.host["name"], names)
+    return _pairs(trace, options, window_rows(trace, options), _with_named(trace, named))
+
+
+def all_pairs(trace: Trace, options: AnalysisOptions | None = None) -> Pairs:
+    """:func:`all_launches` as :class:`Pairs`."""
+    options = options or AnalysisOptions()
+    gpu = trace.gpu
+    g = window_rows(trace, options)
+    g = g[value_mask(gpu["kind"], GPU_WORK_KINDS)[g] & (gpu["correlation"].to_numpy()[g] >= 0)]
+    calls = gpu_launch_rows(trace)[g]
+    chosen = np.zeros(len(trace.host), dtype=bool)
+    chosen[calls[calls >= 0]] = True
+    return _pairs(trace, options, g, chosen)
+
+
+def launch_frame(trace: Trace, p: Pairs) -> pd.DataFrame:
+    """*p* as a table, columns :data:`LAUNCH_COLUMNS`."""
+    h, g = trace.host, trace.gpu
     return pd.DataFrame(
         {
-            "gpu_index": j["gpu_index"].to_numpy(),
-            "correlation": j["correlation"].to_numpy(dtype=np.int64),
-            "launch_name": str_array(j["name_cpu"]),
-            "name": str_array(j["name_gpu"]),
-            "kind": str_array(j["kind"]),
-            "stream": j["stream"].to_numpy(dtype=np.int64),
-            "cpu_start_ns": cs,
-            "cpu_duration_ns": ce - cs,
-            "gpu_start_ns": gs,
-            "gpu_duration_ns": ge - gs,
-            "launch_delay_ns": np.maximum(0, gs - ce),
-            "start_after_call_ns": gs - cs,
-            "ops_in_launch": n_ops,
-            "step": _step_of(trace, cs, options),
-            "graph": _is_graph_launch(j["name_cpu"]),
+            "gpu_index": g.index.to_numpy()[p.gpu_rows],
+            "correlation": p.correlation,
+            "launch_name": str_array(h["name"].take(p.host_rows)),
+            "name": str_array(g["name"].take(p.gpu_rows)),
+            "kind": str_array(g["kind"].take(p.gpu_rows)),
+            "stream": g["stream"].to_numpy()[p.gpu_rows].astype(np.int64),
+            "cpu_start_ns": p.cpu_start,
+            "cpu_duration_ns": p.cpu_end - p.cpu_start,
+            "gpu_start_ns": p.gpu_start,
+            "gpu_duration_ns": p.gpu_end - p.gpu_start,
+            "launch_delay_ns": p.delay,
+            "start_after_call_ns": p.gpu_start - p.cpu_start,
+            "ops_in_launch": p.ops_in_launch,
+            "step": p.step,
+            "graph": p.graph,
         },
         columns=list(LAUNCH_COLUMNS),
     )
@@ -224,15 +248,9 @@ def hta_launches(
     trace: Trace, options: AnalysisOptions | None = None, *, include_memory_events: bool = True
 ) -> pd.DataFrame:
     """HTA-compatible launch pairs, columns :data:`LAUNCH_COLUMNS` (one row per join match)."""
-    options = options or AnalysisOptions()
-    names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
-    h = trace.host[_HOST_COLS]
-    h = h[h["correlation"] >= 0]
-    selected = h[_api_name_in(h["name"], names)]["correlation"].unique()
-    cpu = h[h["correlation"].isin(selected)]
-    g = gpu_events(trace, options)[_GPU_COLS]
-    g = g[(g["stream"] != -1) & g["correlation"].isin(selected)]
-    return _join(trace, options, cpu, g)
+    return launch_frame(
+        trace, hta_pairs(trace, options, include_memory_events=include_memory_events)
+    )
 
 
 def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
@@ -241,34 +259,10 @@ def all_launches(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
     One row per GPU op; each op is linked to at most one call (when several host calls share
     a correlation, only the earliest is kept).
     """
-    options = options or AnalysisOptions()
-    g = gpu_events(trace, options)[_GPU_COLS]
-    g = g[(g["stream"] != -1) & g["kind"].isin(GPU_WORK_KINDS) & (g["correlation"] >= 0)]
-    calls = launching_calls(trace.host, g["correlation"].to_numpy())
-    h = trace.host[_HOST_COLS].iloc[sorted_unique(calls[calls >= 0])]
-    return _join(trace, options, h, g)
+    return launch_frame(trace, all_pairs(trace, options))
 
 
 # --------------------------------------------------------------------------- statistics
-
-
-def distribution(values: np.ndarray) -> dict[str, int]:
-    """n, sum, min, p50, p90, p99, max of integer ns values (quantiles are observed values:
-    the smallest value with at least q of the sample at or below it, numpy ``inverted_cdf``).
-    """
-    v = np.asarray(values, dtype=np.int64)
-    if v.size == 0:
-        return {"n": 0}
-    q = np.quantile(v, [0.5, 0.9, 0.99], method="inverted_cdf").astype(np.int64)
-    return {
-        "n": int(v.size),
-        "sum_ns": int(v.sum()),
-        "min_ns": int(v.min()),
-        "p50_ns": int(q[0]),
-        "p90_ns": int(q[1]),
-        "p99_ns": int(q[2]),
-        "max_ns": int(v.max()),
-    }
 
 
 @dataclass(frozen=True)
@@ -300,12 +294,27 @@ def launch_stats(
     launch_delay_cutoff_ns: int = LAUNCH_DELAY_CUTOFF_NS,
 ) -> LaunchStats:
     """HTA's summary figures of *launches* (output of :func:`hta_launches`)."""
-    n = len(launches)
+    return launch_stats_of(
+        launches["cpu_duration_ns"].to_numpy(dtype=np.int64),
+        launches["gpu_duration_ns"].to_numpy(dtype=np.int64),
+        launches["launch_delay_ns"].to_numpy(dtype=np.int64),
+        runtime_cutoff_ns=runtime_cutoff_ns,
+        launch_delay_cutoff_ns=launch_delay_cutoff_ns,
+    )
+
+
+def launch_stats_of(
+    cpu: np.ndarray,
+    gpu: np.ndarray,
+    d: np.ndarray,
+    *,
+    runtime_cutoff_ns: int = RUNTIME_CUTOFF_NS,
+    launch_delay_cutoff_ns: int = LAUNCH_DELAY_CUTOFF_NS,
+) -> LaunchStats:
+    """:func:`launch_stats` of the pairs' call and op durations and launch delays."""
+    n = cpu.size
     if n == 0:
         return LaunchStats(0, None, None, None, None, None, 0, 0, 0)
-    cpu = launches["cpu_duration_ns"].to_numpy(dtype=np.int64)
-    gpu = launches["gpu_duration_ns"].to_numpy(dtype=np.int64)
-    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
     return LaunchStats(
         n=n,
         cpu_duration_mean_ns=int(cpu.sum()) / n,
@@ -319,32 +328,40 @@ def launch_stats(
     )
 
 
+def delay_union_ns(launches: pd.DataFrame) -> int:
+    """Length of the union of ``[call end, op start)`` over the ops of *launches* with a
+    positive launch delay (module docstring)."""
+    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
+    op = launches["gpu_start_ns"].to_numpy(dtype=np.int64)
+    return int(iv.union_length_by_group(np.zeros(d.size, np.int64), 1, op - d, op, d > 0)[0])
+
+
+def delay_union_by(launches: pd.DataFrame, by: str) -> dict[Any, int]:
+    """:func:`delay_union_ns` per value of column *by*; every value of the column is a key (0
+    without a positive delay)."""
+    codes, uniques = pd.factorize(launches[by], sort=False, use_na_sentinel=False)
+    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
+    op = launches["gpu_start_ns"].to_numpy(dtype=np.int64)
+    total = iv.union_length_by_group(codes, len(uniques), op - d, op, d > 0)
+    keys = uniques.tolist()
+    # as a groupby on the values, which drops a missing one
+    return {k: 0 if pd.isna(k) else int(total[c]) for c, k in enumerate(keys)}
+
+
 def grouped_distributions(launches: pd.DataFrame, by: str) -> pd.DataFrame:
     """Per *by* value (``name`` or ``step``): launches, and cpu-duration / launch-delay
     distributions (:func:`distribution`) as columns ``cpu_<stat>``, ``delay_<stat>``.
-    Sorted by total launch delay, largest first.
+    Sorted by total launch delay, largest first (then launches, then first appearance).
     """
-    rows = []
-    # the groups of groupby(by, sort=False) (missing values dropped), from integer codes
     codes, uniques = pd.factorize(launches[by], sort=False)
-    order = np.argsort(codes, kind="stable")
-    order = order[codes[order] >= 0]
-    bounds = np.cumsum(np.bincount(codes[codes >= 0], minlength=len(uniques)))
-    cpu_all = launches["cpu_duration_ns"].to_numpy()
-    delay_all = launches["launch_delay_ns"].to_numpy()
-    groups = np.split(order, bounds[:-1]) if len(uniques) else []
-    for key, rows_of in zip(uniques, groups, strict=True):
-        cpu = distribution(cpu_all[rows_of])
-        delay = distribution(delay_all[rows_of])
-        row: dict[str, object] = {by: key, "launches": len(rows_of)}
-        row.update({f"cpu_{k}": v for k, v in cpu.items() if k != "n"})
-        row.update({f"delay_{k}": v for k, v in delay.items() if k != "n"})
-        rows.append(row)
-    if not rows:
+    if not len(uniques):
         return pd.DataFrame({by: [], "launches": []})
-    out = pd.DataFrame(rows)
-    out = out.sort_values(["delay_sum_ns", "launches"], ascending=False, kind="stable")
-    return out.reset_index(drop=True)
+    d = launches["launch_delay_ns"].to_numpy(dtype=np.int64)
+    cpu = launches["cpu_duration_ns"].to_numpy(dtype=np.int64)
+    gr = grouped(codes, uniques.tolist(), cpu, d, launches["gpu_start_ns"].to_numpy())
+    cols: dict[str, Any] = {by: gr.keys, "launches": gr.launches}
+    cols |= {f"cpu_{k}": gr.cpu[k] for k in STAT_KEYS}
+    return pd.DataFrame(cols | {f"delay_{k}": gr.delay[k] for k in STAT_KEYS})
 
 
 # --------------------------------------------------------------------------- queue length
@@ -352,23 +369,29 @@ def grouped_distributions(launches: pd.DataFrame, by: str) -> pd.DataFrame:
 
 def queue_length(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """HTA's queue-length series: columns stream, ts_ns, queue_length (one row per change)."""
-    options = options or AnalysisOptions()
-    h = trace.host[_HOST_COLS]
-    h = h[(h["correlation"] >= 0) & _api_name_in(h["name"], HTA_QUEUE_NAMES)]
-    g = gpu_events(trace, options)[_GPU_COLS]
-    g = g[(g["stream"] != -1) & g["correlation"].isin(h["correlation"].unique())]
-    runtime = h[["correlation", "start_ns"]].merge(g[["correlation", "stream"]], on="correlation")
-    ts = np.concatenate([runtime["start_ns"].to_numpy(), g["start_ns"].to_numpy()])
-    stream = np.concatenate([runtime["stream"].to_numpy(), g["stream"].to_numpy()])
-    delta = np.concatenate(
-        [np.ones(len(runtime), dtype=np.int64), -np.ones(len(g), dtype=np.int64)]
-    )
+    stream, ts, q = _queue_series(trace, options or AnalysisOptions())
+    return pd.DataFrame({"stream": stream, "ts_ns": ts, "queue_length": q})
+
+
+def _queue_series(trace: Trace, options: AnalysisOptions) -> tuple[np.ndarray, ...]:
+    """:func:`queue_length` as arrays: per change in (stream, time, enqueue first) order."""
+    named = _api_name_in(trace.host["name"], HTA_QUEUE_NAMES)
+    p = _pairs(trace, options, window_rows(trace, options), named)
+    launched = np.zeros(len(trace.gpu), dtype=bool)
+    launched[p.gpu_rows] = True
+    g = window_rows(trace, options)
+    g = g[launched[g]]
+    g_stream = trace.gpu["stream"].to_numpy()
+    ts = np.concatenate([p.cpu_start, trace.gpu["start_ns"].to_numpy()[g]]).astype(np.int64)
+    stream = np.concatenate([g_stream[p.gpu_rows], g_stream[g]]).astype(np.int64)
+    delta = np.concatenate([np.ones(p.cpu_start.size, np.int64), -np.ones(g.size, np.int64)])
     # time order; at equal times the enqueue (+1) comes first
     order = np.lexsort((-delta, ts, stream))
     ts, stream, delta = ts[order], stream[order], delta[order]
-    df = pd.DataFrame({"stream": stream.astype(np.int64), "ts_ns": ts.astype(np.int64), "d": delta})
-    df["queue_length"] = df.groupby("stream")["d"].cumsum().astype(np.int64)
-    return df.drop(columns="d")
+    run = np.cumsum(delta)
+    first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if stream.size else stream
+    before = np.repeat(run[first] - delta[first], np.diff(np.r_[first, stream.size]))
+    return stream, ts, (run - before).astype(np.int64)
 
 
 def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
@@ -377,23 +400,24 @@ def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
     The time-weighted mean is Σ(value × time it holds) ÷ (last change − first change); NaN when
     all changes happen at one instant.
     """
+    return _queue_summary(
+        series["stream"].to_numpy(dtype=np.int64),
+        series["ts_ns"].to_numpy(dtype=np.int64),
+        series["queue_length"].to_numpy(dtype=np.int64),
+    )
+
+
+def _queue_summary(stream: np.ndarray, t_all: np.ndarray, q_all: np.ndarray) -> pd.DataFrame:
     rows = []
-    for _stream, grp in series.groupby("stream", sort=True):
-        t = grp["ts_ns"].to_numpy(dtype=np.int64)
-        q = grp["queue_length"].to_numpy(dtype=np.int64)
+    order = np.argsort(stream, kind="stable")
+    stream, t_all, q_all = stream[order], t_all[order], q_all[order]
+    cut = np.r_[True, stream[1:] != stream[:-1], True] if stream.size else np.zeros(0, bool)
+    for b0, b1 in itertools.pairwise(np.flatnonzero(cut).tolist()):
+        t, q = t_all[b0:b1], q_all[b0:b1]
         span = int(t[-1] - t[0])
-        held = np.diff(t)
-        tw = float(int((q[:-1] * held).sum()) / span) if span > 0 else float("nan")
+        tw = float(int((q[:-1] * np.diff(t)).sum()) / span) if span > 0 else float("nan")
         imax = int(np.argmax(q))
-        rows.append(
-            {
-                "stream": int(grp["stream"].to_numpy()[0]),
-                "changes": len(q),
-                "max": int(q[imax]),
-                "max_ts_ns": int(t[imax]),
-                "time_weighted_mean": tw,
-            }
-        )
+        rows.append((int(stream[b0]), len(q), int(q[imax]), int(t[imax]), tw))
     cols = ["stream", "changes", "max", "max_ts_ns", "time_weighted_mean"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -420,6 +444,11 @@ def launch_analysis(trace: Trace, options: AnalysisOptions | None = None) -> Lau
         hta=launch_stats(pairs),
         hta_pairs=pairs,
         launches=all_launches(trace, options),
-        queue=queue_summary(queue_length(trace, options)),
+        queue=queue_table(trace, options),
         notes=trace_notes(trace),
     )
+
+
+def queue_table(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """:func:`queue_summary` of :func:`queue_length`."""
+    return _queue_summary(*_queue_series(trace, options or AnalysisOptions()))

@@ -135,56 +135,63 @@ def idle(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict
 
 
 def _dist(values: Any) -> dict[str, int]:
-    from analyzers.launch import distribution
+    from analyzers.distributions import distribution
 
     return distribution(np.asarray(values, dtype=np.int64))
 
 
-def _grouped(df: pd.DataFrame, by: str, top: int | None) -> list[dict[str, Any]]:
-    from analyzers.launch import delay_union_by, grouped_distributions
+def _grouped(g: Any, by: str, top: int | None) -> list[dict[str, Any]]:
+    """The rows of :class:`analyzers.distributions.Grouped` *g* (the first *top*)."""
+    from analyzers.distributions import STAT_KEYS
 
-    g = grouped_distributions(df, by)
-    if top is not None:
-        g = g.head(top)
-    union = delay_union_by(df, by) if len(df) else None
     rows = []
-    for r in _records(g):
-        key = r.pop(by)
-        out: dict[str, Any] = {by: int(key) if by == "step" else str(key)}
-        out["launches"] = int(r.pop("launches"))
-        out["cpu_duration"] = {k[4:]: int(v) for k, v in r.items() if k.startswith("cpu_")}
-        out["launch_delay"] = {k[6:]: int(v) for k, v in r.items() if k.startswith("delay_")}
-        if union is not None:
-            out["launch_delay_union_ns"] = int(union.get(key, 0))
-        rows.append(out)
+    for i, key in enumerate(g.keys[:top]):
+        rows.append(
+            {
+                by: int(key) if by == "step" else str(key),
+                "launches": int(g.launches[i]),
+                "cpu_duration": {k: int(g.cpu[k][i]) for k in STAT_KEYS},
+                "launch_delay": {k: int(g.delay[k][i]) for k in STAT_KEYS},
+                "launch_delay_union_ns": int(g.union_ns[i]),
+            }
+        )
     return rows
 
 
 def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
     """HTA's launch statistics, gpuscope's wider launch view, distributions, queue length."""
+    from analyzers import intervals as iv
+    from analyzers.distributions import grouped
+    from analyzers.idle import trace_notes
     from analyzers.launch import (
         LAUNCH_DELAY_CUTOFF_NS,
         RUNTIME_CUTOFF_NS,
-        delay_union_ns,
-        launch_analysis,
+        all_pairs,
+        hta_pairs,
+        launch_stats_of,
+        queue_table,
     )
 
-    res = launch_analysis(trace, options)
-    pairs = res.hta_pairs
-    h = res.hta
-    every = res.launches
-    calls = every.drop_duplicates("correlation")
-    by_api = calls["launch_name"].value_counts(sort=True)
+    p = hta_pairs(trace, options)
+    cpu_sum, gpu_sum = int((p.cpu_end - p.cpu_start).sum()), int((p.gpu_end - p.gpu_start).sum())
+    h = launch_stats_of(p.cpu_end - p.cpu_start, p.gpu_end - p.gpu_start, p.delay)
+    e = all_pairs(trace, options)
+    # one call per correlation id (its first op), in table order
+    calls = np.sort(np.unique(e.correlation, return_index=True)[1])
+    names = _codes(trace.host["name"])
+    api, api_labels = names[0][e.host_rows[calls]], names[1]
     # ops a graph launch enqueued: their "delay" is a position inside the graph, not a wait
-    graph = every["graph"].to_numpy(dtype=bool)
-    a = every[~graph]
-    stepped = a[a["step"] >= 0]
+    a = ~e.graph
+    d, op, cpu = e.delay, e.gpu_start, e.cpu_end - e.cpu_start
+    k_codes, k_labels = _codes(trace.gpu["name"])
+    stepped = a & (e.step >= 0)
+    steps, step_codes = np.unique(e.step[stepped], return_inverse=True)
     return {
         "hta": {
             "launches": h.n,
-            "cpu_duration_sum_ns": int(pairs["cpu_duration_ns"].sum()),
-            "gpu_duration_sum_ns": int(pairs["gpu_duration_ns"].sum()),
-            "launch_delay_sum_ns": int(pairs["launch_delay_ns"].sum()),
+            "cpu_duration_sum_ns": cpu_sum,
+            "gpu_duration_sum_ns": gpu_sum,
+            "launch_delay_sum_ns": int(p.delay.sum()),
             "cpu_duration_mean_us": _us(h.cpu_duration_mean_ns),
             "gpu_duration_mean_us": _us(h.gpu_duration_mean_ns),
             "launch_delay_mean_us": _us(h.launch_delay_mean_ns),
@@ -197,17 +204,26 @@ def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> di
             "launch_delay_cutoff_ns": LAUNCH_DELAY_CUTOFF_NS,
         },
         "all": {
-            "calls": len(calls),
-            "ops": len(every),
-            "by_api": {str(k): int(v) for k, v in by_api.items()},
-            "cpu_duration": _dist(calls["cpu_duration_ns"]),
-            "launch_delay": _dist(a["launch_delay_ns"]),
-            "start_after_call": _dist(a["start_after_call_ns"]),
-            "graph_ops": int(graph.sum()),
-            "launch_delay_union_ns": int(delay_union_ns(a)),
+            "calls": int(calls.size),
+            "ops": int(e.correlation.size),
+            "by_api": _value_counts(api, api_labels),
+            "cpu_duration": _dist(cpu[calls]),
+            "launch_delay": _dist(d[a]),
+            "start_after_call": _dist((op - e.cpu_start)[a]),
+            "graph_ops": int(e.graph.sum()),
+            "launch_delay_union_ns": iv.total(iv.merge((op - d)[a & (d > 0)], op[a & (d > 0)])),
         },
-        "per_kernel": _grouped(a, "name", TOP_KERNELS),
-        "per_step": sorted(_grouped(stepped, "step", None), key=lambda r: r["step"]),
+        "per_kernel": _grouped(
+            grouped(k_codes[e.gpu_rows[a]], k_labels, cpu[a], d[a], op[a]), "name", TOP_KERNELS
+        ),
+        "per_step": sorted(
+            _grouped(
+                grouped(step_codes, steps.tolist(), cpu[stepped], d[stepped], op[stepped]),
+                "step",
+                None,
+            ),
+            key=lambda r: r["step"],
+        ),
         "queue": [
             {
                 "stream": int(r["stream"]),
@@ -216,9 +232,31 @@ def launch(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> di
                 "max_ts_ns": int(r["max_ts_ns"]),
                 "time_weighted_mean": _float(r["time_weighted_mean"]),
             }
-            for r in _records(res.queue)
+            for r in _records(queue_table(trace, options))
         ],
-        "notes": list(res.notes),
+        "notes": list(trace_notes(trace)),
+    }
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Category codes of a name column (-1 missing) and the names."""
+    import pandas as pd
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    return cat.cat.codes.to_numpy(), [str(c) for c in cat.cat.categories]
+
+
+def _value_counts(codes: np.ndarray, labels: list[str]) -> dict[str, int]:
+    """``value_counts()`` of the names: count, largest first, then first appearance."""
+    live = codes[codes >= 0].astype(np.int64)
+    counts = np.bincount(live, minlength=len(labels))
+    first = np.full(len(labels), live.size, dtype=np.int64)
+    np.minimum.at(first, live, np.arange(live.size))
+    uniq = np.flatnonzero(counts)
+    first, counts = first[uniq], counts[uniq]
+    order = np.lexsort((first, -counts))
+    return {
+        labels[c]: int(n) for c, n in zip(uniq[order].tolist(), counts[order].tolist(), strict=True)
     }
 
 
