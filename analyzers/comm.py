@@ -38,11 +38,11 @@ import numpy as np
 import pandas as pd
 
 from analyzers import intervals as iv
-from analyzers.classify import COMMUNICATION
 from analyzers.collectives import collectives_table
 from analyzers.options import AnalysisOptions
 from analyzers.steps import step_events, step_windows
-from analyzers.temporal import typed_events
+from analyzers.temporal import COMMUNICATION_CODE, typed_intervals, window_type_codes
+from analyzers.window import window_rows
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -86,33 +86,31 @@ def size_bucket(message_bytes: pd.Series) -> pd.Series:
 
 def window_collectives(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """The rows of the collectives table with GPU work inside the analysis window."""
-    from analyzers.window import gpu_events
-
     options = options or AnalysisOptions()
     c = collectives_table(trace)
     if c.empty:
         return c
-    kept = gpu_events(trace, options).index
-    return c[c["gpu_row"].isin(kept).to_numpy()]
+    kept = np.zeros(len(trace.gpu) + 1, dtype=bool)  # the last entry: a label not in trace.gpu
+    kept[window_rows(trace, options)] = True
+    return c[kept[trace.gpu.index.get_indexer(c["gpu_row"])]]
 
 
-def _agg(df: pd.DataFrame) -> dict[str, float | int]:
-    bw = df[np.isfinite(df["busbw_gbps"])]
-    al = df[np.isfinite(df["algbw_gbps"])]
-    known = df["message_bytes"] >= 0
-    pct = df["busbw_link_pct"].dropna()
+def _agg(d: dict[str, np.ndarray], m: np.ndarray) -> dict[str, float | int]:
+    """The summary figures of the collectives *m* of the table columns *d*."""
+    dur, size = d["duration_ns"][m], d["message_bytes"][m]
+    busbw, algbw, pct = d["busbw_gbps"][m], d["algbw_gbps"][m], d["busbw_link_pct"][m]
+    bw, al = busbw[np.isfinite(busbw)], algbw[np.isfinite(algbw)]
+    pct = pct[~np.isnan(pct)]
     return {
-        "count": len(df),
-        "bytes": int(df.loc[known, "message_bytes"].sum()) if known.any() else -1,
-        "time_ns": int(df["duration_ns"].sum()),
+        "count": int(dur.size),
+        "bytes": int(size[size >= 0].sum()) if (size >= 0).any() else -1,
+        "time_ns": int(dur.sum()),
         # lower median: an observed duration (keys ending _ns are integers)
-        "median_time_ns": int(df["duration_ns"].quantile(0.5, interpolation="lower"))
-        if len(df)
-        else -1,
-        "median_algbw_gbps": float(al["algbw_gbps"].median()) if len(al) else float("nan"),
-        "median_busbw_gbps": float(bw["busbw_gbps"].median()) if len(bw) else float("nan"),
-        "max_busbw_gbps": float(bw["busbw_gbps"].max()) if len(bw) else float("nan"),
-        "median_busbw_link_pct": float(pct.median()) if len(pct) else float("nan"),
+        "median_time_ns": int(np.sort(dur)[(dur.size - 1) // 2]) if dur.size else -1,
+        "median_algbw_gbps": float(pd.Series(al).median()) if al.size else float("nan"),
+        "median_busbw_gbps": float(pd.Series(bw).median()) if bw.size else float("nan"),
+        "max_busbw_gbps": float(bw.max()) if bw.size else float("nan"),
+        "median_busbw_link_pct": float(pd.Series(pct).median()) if pct.size else float("nan"),
     }
 
 
@@ -125,21 +123,28 @@ def collective_summary(trace: Trace, options: AnalysisOptions | None = None) -> 
     c = window_collectives(trace, options)
     if c.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    c = c.assign(
-        collective=c["collective"].fillna("unknown"), size_bucket=size_bucket(c["message_bytes"])
-    )
+    cols = ("duration_ns", "message_bytes", "busbw_gbps", "algbw_gbps", "busbw_link_pct")
+    d = {k: c[k].to_numpy() for k in cols}
+    coll = c["collective"].to_numpy(dtype=object)
+    coll = np.where(pd.isna(coll), "unknown", coll)
+    codes, names = pd.factorize(coll)  # first appearance, as groupby(sort=False)
+    b = d["message_bytes"].astype(np.int64)
+    bucket = np.full(b.size, len(SIZE_BUCKETS))  # unknown
+    for i, (_, lo, hi) in enumerate(SIZE_BUCKETS):
+        bucket[(b >= lo) & (b < hi)] = i
+    labels = [x[0] for x in SIZE_BUCKETS] + ["unknown"]
     rows = []
-    order = [b[0] for b in SIZE_BUCKETS] + ["unknown"]
-    for coll, grp in c.groupby("collective", sort=False):
-        rows.append({"collective": coll, "size_bucket": "all", **_agg(grp)})
-        for bucket in order:
-            sub = grp[grp["size_bucket"] == bucket]
-            if len(sub):
-                rows.append({"collective": coll, "size_bucket": bucket, **_agg(sub)})
+    for k, name in enumerate(names.tolist()):
+        mine = codes == k
+        rows.append({"collective": name, "size_bucket": "all", **_agg(d, mine)})
+        for i, label in enumerate(labels):
+            m = mine & (bucket == i)
+            if m.any():
+                rows.append({"collective": name, "size_bucket": label, **_agg(d, m)})
     out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     totals = out[out["size_bucket"] == "all"].set_index("collective")["time_ns"]
     out["_t"] = out["collective"].map(totals)
-    out["_b"] = out["size_bucket"].map({b: i for i, b in enumerate(["all", *order])})
+    out["_b"] = out["size_bucket"].map({b: i for i, b in enumerate(["all", *labels])})
     out = out.sort_values(["_t", "collective", "_b"], ascending=[False, True, True])
     return out.drop(columns=["_t", "_b"]).reset_index(drop=True)
 
@@ -168,65 +173,56 @@ def exposed_by(
     COMMUNICATION events of the window without a label are grouped as :data:`OTHER`.
     """
     options = options or AnalysisOptions()
-    g = typed_events(trace, options)
-    s = g["start_ns"].to_numpy()
-    e = g["end_ns"].to_numpy()
-    t = g["type"].to_numpy()
-    comp = iv.merge(s[t == "COMPUTATION"], e[t == "COMPUTATION"])
-    is_comm = t == COMMUNICATION
     lab = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
-    row_label = lab.reindex(g.index).to_numpy(dtype=object)
-    row_label = np.where(pd.isna(row_label), OTHER, row_label)
-    all_c = iv.merge(s[is_comm], e[is_comm])
-    exposed_all = iv.subtract(all_c, comp)
+    values = lab.to_numpy(dtype=object)
+    values = [OTHER if pd.isna(v) else str(v) for v in values.tolist()]
+    codes, uniq = pd.factorize(np.array([*values, OTHER], dtype=object))
+    names = [str(x) for x in uniq]
+    code_of = np.full(len(trace.gpu) + 1, codes[-1], dtype=np.int64)  # unlabelled: other
+    at = trace.gpu.index.get_indexer(lab.index)
+    code_of[at[at >= 0]] = codes[:-1][at >= 0]
+    ti = typed_intervals(trace, options)
+    rows = window_rows(trace, options)
+    s = trace.gpu["start_ns"].to_numpy()[rows]
+    e = trace.gpu["end_ns"].to_numpy()[rows]
+    is_comm = window_type_codes(trace, options) == COMMUNICATION_CODE
+    row_code = code_of[rows]
+    exposed_all = iv.subtract(ti.comm, ti.compute)
 
     se = step_events(trace, options)
     lo, hi = step_windows(se)
     steps = se.steps
-    step_ids = steps["step"].to_numpy(dtype=np.int64)
-    host_lo = steps["start_ns"].to_numpy(dtype=np.int64)
-    host_hi = steps["end_ns"].to_numpy(dtype=np.int64)
-    sev = se.events
-    ss, se_end, st = sev["start_ns"].to_numpy(), sev["end_ns"].to_numpy(), sev["type"].to_numpy()
-    s_comm = st == COMMUNICATION
-    s_label = lab.reindex(sev.index).to_numpy(dtype=object)
-    s_label = np.where(pd.isna(s_label), OTHER, s_label)
-
-    rows = []
-    step_parts: list[pd.DataFrame] = []
-
-    def add_steps(label: str, m: np.ndarray) -> None:
-        ci = iv.merge(ss[m], se_end[m])
-        ex = iv.subtract(ci, se.compute)
-        step_parts.append(
-            pd.DataFrame(
-                {
-                    "step": step_ids,
-                    "start_ns": host_lo,
-                    "end_ns": host_hi,
-                    "label": label,
-                    "comm_ns": iv.covered_in_windows(ci, lo, hi),
-                    "exposed_ns": iv.covered_in_windows(ex, lo, hi),
-                }
-            )
-        )
-
-    add_steps("all", s_comm)
-    names = sorted({str(x) for x in row_label[is_comm]} | {str(x) for x in s_label[s_comm]})
-    for label in names:
-        m = is_comm & (row_label == label)
-        ci = iv.merge(s[m], e[m])
-        ex = iv.subtract(ci, comp)
+    s_comm = se.types == COMMUNICATION_CODE
+    s_code = code_of[se.rows]
+    step_parts: list[tuple[str, iv.Intervals]] = [("all", se.comm)]
+    rows_out = []
+    present = set(row_code[is_comm].tolist()) | set(s_code[s_comm].tolist())
+    for k in sorted(present, key=names.__getitem__):
+        label = names[k]
+        m = is_comm & (row_code == k)
         if m.any():
-            rows.append((label, iv.total(ci), iv.total(ex)))
-        add_steps(label, s_comm & (s_label == label))
-    by_label = pd.DataFrame(rows, columns=["label", "comm_ns", "exposed_ns"])
+            ci = iv.merge(s[m], e[m])
+            rows_out.append((label, iv.total(ci), iv.total(iv.subtract(ci, ti.compute))))
+        ms = s_comm & (s_code == k)
+        step_parts.append((label, iv.merge(se.start[ms], se.end[ms])))
+    by_label = pd.DataFrame(rows_out, columns=["label", "comm_ns", "exposed_ns"])
     by_label = by_label.sort_values(["exposed_ns", "label"], ascending=[False, True])
-    cols = ["step", "start_ns", "end_ns", "label", "comm_ns", "exposed_ns"]
     # one block of steps per label: "all" first, then the labels in name order
-    by_step = pd.concat(step_parts, ignore_index=True)[cols]
+    n = len(steps)
+    comm_ns = [iv.covered_in_windows(ci, lo, hi) for _, ci in step_parts]
+    exposed = [iv.covered_in_windows(iv.subtract(ci, se.compute), lo, hi) for _, ci in step_parts]
+    by_step = pd.DataFrame(
+        {
+            "step": np.tile(steps["step"].to_numpy(dtype=np.int64), len(step_parts)),
+            "start_ns": np.tile(steps["start_ns"].to_numpy(dtype=np.int64), len(step_parts)),
+            "end_ns": np.tile(steps["end_ns"].to_numpy(dtype=np.int64), len(step_parts)),
+            "label": np.repeat(np.array([x for x, _ in step_parts], dtype=object), n),
+            "comm_ns": np.concatenate(comm_ns),
+            "exposed_ns": np.concatenate(exposed),
+        }
+    )
     return ExposedComm(
-        comm_ns=iv.total(all_c),
+        comm_ns=iv.total(ti.comm),
         exposed_ns=iv.total(exposed_all),
         by_label=by_label.reset_index(drop=True),
         by_step=by_step,
