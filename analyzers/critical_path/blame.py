@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analyzers.critical_path.labels import distinct
 from analyzers.critical_path.simulate import run
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
@@ -63,18 +64,18 @@ class Segment:
 
 @dataclass(frozen=True)
 class Segments:
-    """A path's segments as columns (one entry per :class:`Segment`, in path order)."""
+    """A path's segments as columns (one entry per :class:`Segment`, in path order), their
+    labels as codes into a table of distinct strings (:attr:`cause` / :attr:`detail` /
+    :attr:`name` give the strings)."""
 
     rank: np.ndarray
     start_ns: np.ndarray
     end_ns: np.ndarray
-    cause: np.ndarray
-    detail: np.ndarray
-    name: np.ndarray
-    """object arrays of str."""
-    key: np.ndarray | None = None
-    """Per segment, an int naming its (cause, detail) pair (equal ints, equal pairs and the
-    reverse), when at hand and no segment is ``late_rank``: :meth:`key_totals` groups by it."""
+    labels: np.ndarray
+    """The distinct label strings (object array)."""
+    cause_code: np.ndarray
+    detail_code: np.ndarray
+    name_code: np.ndarray
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -83,51 +84,68 @@ class Segments:
     def duration_ns(self) -> np.ndarray:
         return self.end_ns - self.start_ns
 
-    def rows(self) -> list[Segment]:
-        cols = (self.rank, self.start_ns, self.end_ns, self.cause, self.detail, self.name)
+    @property
+    def cause(self) -> np.ndarray:
+        return self.labels[self.cause_code]
+
+    @property
+    def detail(self) -> np.ndarray:
+        return self.labels[self.detail_code]
+
+    @property
+    def name(self) -> np.ndarray:
+        return self.labels[self.name_code]
+
+    def rows(self, pick: np.ndarray | None = None) -> list[Segment]:
+        """The segments as :class:`Segment` objects (those at *pick* only, in its order)."""
+        sel = slice(None) if pick is None else pick
+        lab = self.labels
+        cols = (
+            self.rank[sel],
+            self.start_ns[sel],
+            self.end_ns[sel],
+            lab[self.cause_code[sel]],
+            lab[self.detail_code[sel]],
+            lab[self.name_code[sel]],
+        )
         return [Segment(*r) for r in zip(*(c.tolist() for c in cols), strict=True)]
 
     @classmethod
     def of(cls, segs: list[Segment]) -> Segments:
-        def col(f: str, dtype: type) -> np.ndarray:
-            return np.asarray([getattr(s, f) for s in segs], dtype=dtype)
-
+        strings = [x for s in segs for x in (s.cause, s.detail, s.name)]
+        canon, table = distinct(strings)
         return cls(
-            col("rank", np.int64),
-            col("start_ns", np.int64),
-            col("end_ns", np.int64),
-            col("cause", object),
-            col("detail", object),
-            col("name", object),
+            np.asarray([s.rank for s in segs], np.int64),
+            np.asarray([s.start_ns for s in segs], np.int64),
+            np.asarray([s.end_ns for s in segs], np.int64),
+            table,
+            canon[0::3],
+            canon[1::3],
+            canon[2::3],
         )
 
     def key_totals(self) -> dict[tuple[str, str, int], int]:
         """``{(cause, detail, rank): Σ ns}`` (rank -1 except for ``late_rank``), keys in the
-        order of their first segment."""
-        import pandas as pd
-
+        order of their first segment (grouped by codes: the table's strings are distinct)."""
         if not len(self):
             return {}
-        if self.key is not None:
-            _, first, inv = np.unique(self.key, return_index=True, return_inverse=True)
-            sums = np.zeros(len(first), np.int64)
-            np.add.at(sums, inv.reshape(-1), self.duration_ns)
-            c, d = self.cause[first].tolist(), self.detail[first].tolist()
-            at = np.argsort(first, kind="stable").tolist()
-            return {(str(c[i]), str(d[i]), -1): int(sums[i]) for i in at}
-        rank = np.where(self.cause == "late_rank", self.rank, -1)
-        cc, cu = pd.factorize(self.cause)
-        dc, du = pd.factorize(self.detail)
-        rc, ru = pd.factorize(rank)
-        key = (cc.astype(np.int64) * len(du) + dc) * len(ru) + rc
+        late = (self.labels == "late_rank")[self.cause_code]
+        rank = np.where(late, self.rank, -1)
+        ranks, rank_at = np.unique(rank, return_inverse=True)
+        n_lab = len(self.labels)
+        key = (self.cause_code.astype(np.int64) * n_lab + self.detail_code) * len(ranks)
+        key += rank_at.reshape(-1)
         _, first, inv = np.unique(key, return_index=True, return_inverse=True)
         sums = np.zeros(len(first), np.int64)
         np.add.at(sums, inv.reshape(-1), self.duration_ns)
-        out: dict[tuple[str, str, int], int] = {}
-        for i in np.argsort(first, kind="stable").tolist():
-            f = int(first[i])
-            out[(str(cu[cc[f]]), str(du[dc[f]]), int(ru[rc[f]]))] = int(sums[i])
-        return out
+        at = np.argsort(first, kind="stable")
+        f = first[at]
+        c = self.labels[self.cause_code[f]].tolist()
+        d = self.labels[self.detail_code[f]].tolist()
+        return {
+            (str(ci), str(di), int(r)): int(x)
+            for ci, di, r, x in zip(c, d, rank[f].tolist(), sums[at].tolist(), strict=True)
+        }
 
 
 @dataclass
@@ -157,10 +175,8 @@ class StepPath:
         """The *k* longest segments, longest first (ties in path order)."""
         if self.table is None:
             return []
-        t = self.table
-        pick = np.argsort(-t.duration_ns, kind="stable")[:k]
-        cols = (t.rank, t.start_ns, t.end_ns, t.cause, t.detail, t.name)
-        return [Segment(*r) for r in zip(*(c[pick].tolist() for c in cols), strict=True)]
+        pick = np.argsort(-self.table.duration_ns, kind="stable")[:k]
+        return self.table.rows(pick)
 
     def by_cause(self) -> dict[tuple[str, str, int], int]:
         """``{(cause, detail, rank): ns}`` (rank -1 except for ``late_rank``), keys in the order
@@ -293,24 +309,39 @@ def _segments(
     keep = b > a
     ek, uk, vk = e[keep], u[keep], v[keep]
     rank = np.where(g.node_rank[vk] >= 0, g.node_rank[vk], g.node_rank[uk])
-    cc, dc = g.cause_code[ek], g.detail_code[ek]
-    key = cc.astype(np.int64) * len(g.labels) + dc
-    lab = g.labels
-    cols = [rank, a[keep], b[keep], lab[cc], lab[dc], lab[g.name_code[ek]], key]
-    if untracked >= 0 and times[untracked] > lo:
-        head = [g.node_rank[untracked], lo, times[untracked], "cpu", "untracked", "", -1]
-        cols = [
-            np.concatenate([np.asarray([h], c.dtype), c]) for h, c in zip(head, cols, strict=True)
-        ]
     table = Segments(
-        np.asarray(cols[0], np.int64),
-        np.asarray(cols[1], np.int64),
-        np.asarray(cols[2], np.int64),
-        np.asarray(cols[3], dtype=object),
-        np.asarray(cols[4], dtype=object),
-        np.asarray(cols[5], dtype=object),
-        np.asarray(cols[6], np.int64),
+        rank,
+        a[keep],
+        b[keep],
+        g.labels,
+        g.cause_code[ek],
+        g.detail_code[ek],
+        g.name_code[ek],
     )
+    if untracked >= 0 and times[untracked] > lo:  # time before the first explained node
+        labels = g.labels
+        at = {x: i for i, x in enumerate(labels.tolist())}
+        extra = [x for x in ("cpu", "untracked", "") if x not in at]
+        if extra:
+            at.update({x: len(labels) + i for i, x in enumerate(extra)})
+            labels = np.concatenate([labels, np.asarray(extra, dtype=object)])
+        code = np.dtype(np.int16 if len(labels) < 2**15 else np.int32)
+
+        def head(col: np.ndarray, x: object) -> np.ndarray:
+            return np.concatenate([np.asarray([x], col.dtype), col])
+
+        def label(col: np.ndarray, x: str) -> np.ndarray:
+            return np.concatenate([np.asarray([at[x]], code), col.astype(code)])
+
+        table = Segments(
+            head(table.rank, int(g.node_rank[untracked])),
+            head(table.start_ns, lo),
+            head(table.end_ns, int(times[untracked])),
+            labels,
+            label(table.cause_code, "cpu"),
+            label(table.detail_code, "untracked"),
+            label(table.name_code, ""),
+        )
     on_path = set(u[g.kind[e] == KINDS.index("transfer")].tolist())
     return table, int(g.unresolved[e].sum()), on_path
 

@@ -84,21 +84,17 @@ def walk_arrays(
     depth = total - np.minimum(floor, 0) if clipped else total
     del total, floor
     pos = np.flatnonzero(st).astype(ix)  # starts in push order = the walk's preorder
+    ends = np.flatnonzero(~st).astype(ix)
     node = ids[pos]
     level = depth[pos]  # ≥ 1
-    # the last earlier start pushed at a level: one sorted search in (level, position) keys
-    pushes = _Pushes(level, pos, 2 * n + 1)
-    parent_i = pushes.last(level - 1, pos)  # preorder index of the parent, -1 root
+    parent_i, popped = _last_pushes(depth, pos, ends)
     par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1).astype(np.int64)
-    ends = np.flatnonzero(~st)
-    if not clipped:
-        popped = pushes.last(depth[ends] + 1, ends)  # the event on top at each end
-        if (popped >= 0).all() and np.array_equal(node[popped], ids[ends]):
-            parent = np.empty(2 * n, np.int64)
-            parent[pos] = par_ev
-            parent[ends] = par_ev[popped]
-            return ids.astype(np.int64), st, parent
-    del ends, pushes
+    if not clipped and (popped >= 0).all() and np.array_equal(node[popped], ids[ends]):
+        parent = np.empty(2 * n, np.int64)  # the events nest: the walk is the boundaries
+        parent[pos] = par_ev
+        parent[ends] = par_ev[popped]
+        return ids.astype(np.int64), st, parent
+    del ends, popped, depth
     # subtree sizes, deepest level first
     size = np.ones(n, np.int64)
     for lv in range(int(level.max()), 1, -1):
@@ -124,25 +120,47 @@ def walk_arrays(
     return node[which].astype(np.int64), entering, par_ev[which]
 
 
-class _Pushes:
-    """The starts of a walk by (level, position): :meth:`last` finds the last one pushed at a
-    level before a position by one sorted search."""
+def _last_pushes(
+    depth: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(parent, popped)``: per start (*starts*, boundary positions in push order), the
+    index among the starts of the last start pushed one level below it before it (its
+    parent on the stack); per end (*ends*), that of the last start pushed at the level it
+    pops (the event on top); -1 where none.  *depth*: the stack's depth after each boundary.
 
-    def __init__(self, level: np.ndarray, pos: np.ndarray, width: int) -> None:
-        key = level.astype(np.int64) * width + pos
-        self.by_key = np.argsort(key, kind="stable").astype(pos.dtype)
-        self.sorted_key = key[self.by_key]
-        self.level = level
-        self.width = width
-
-    def last(self, at_level: np.ndarray, before: np.ndarray) -> np.ndarray:
-        """Per query, the preorder index of the last start pushed at *at_level* before
-        position *before*, -1 where none."""
-        want = at_level.astype(np.int64) * self.width + before
-        at = np.searchsorted(self.sorted_key, want, side="left") - 1
-        cand = self.by_key[np.maximum(at, 0)]
-        ok = (at >= 0) & (at_level >= 1) & (self.level[cand] == at_level)
-        return np.where(ok, cand, -1)
+    One stable sort by level: each start is a *push* at its level and a query one level
+    below, each end a query at its level before the pop; in boundary order, sorted stably by
+    level (a radix sort of small ints), a query's answer is the last push before it in its
+    level's group."""
+    n_s, n_e = len(starts), len(ends)
+    ix = np.dtype(np.int32 if n_s + len(depth) < 2**31 else np.int64)
+    count = np.ones(len(depth), ix)
+    count[starts] = 2  # a start: its query, then its push
+    at = np.cumsum(count, dtype=ix) - count  # each boundary's first entry
+    del count
+    top = int(depth.max(initial=0)) + 2
+    key = np.empty(n_s + len(depth), np.int16 if top < 2**15 else np.int64)
+    key[at[starts]] = depth[starts] - 1
+    key[at[starts] + 1] = depth[starts]
+    key[at[ends]] = depth[ends] + 1
+    push = np.full(len(key), -1, ix)
+    push[at[starts] + 1] = np.arange(n_s, dtype=ix)
+    order = np.argsort(key, kind="stable").astype(ix)
+    key = key[order]
+    push = push[order]
+    last = np.where(push >= 0, np.arange(len(key), dtype=ix), ix.type(-1))
+    np.maximum.accumulate(last, out=last)  # per entry, the last push at or before it
+    ok = last >= 0
+    np.maximum(last, 0, out=last)
+    ok &= key[last] == key  # in its level's group
+    del key
+    found = push[last]
+    del push, last
+    found[~ok] = -1
+    answer = np.empty(len(order), ix)
+    answer[order] = found
+    del order, found
+    return answer[at[starts]], answer[at[ends]] if n_e else np.zeros(0, ix)
 
 
 def _lexsort_by_time(times: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -1,10 +1,11 @@
 """Edge kinds and edge labels of the step graph, as codes into one table of distinct strings.
 
 Each edge of a graph part (:mod:`analyzers.critical_path.rank_graph`) carries four labels —
-its cause, the cause's detail, the event's name and a GPU row's op category — stored as int32
-codes into the part's :attr:`EdgeLabels.table` (distinct strings, ``""`` first): a few hundred
-strings instead of four object arrays of one entry per edge.  Equal codes mean equal strings
-and the reverse (the table has no repeats), so labels are compared and grouped by code.
+its cause, the cause's detail, the event's name and a GPU row's op category — stored as codes
+(int16; int32 from 32,768 strings) into the part's :attr:`EdgeLabels.table` (distinct strings,
+``""`` first): a few hundred strings instead of four object arrays of one entry per edge.
+Equal codes mean equal strings and the reverse (the table has no repeats), so labels are
+compared and grouped by code.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ FIXED = (
 
 @dataclass(frozen=True)
 class EdgeLabels:
-    """Per edge (cause, detail, name, category) as int32 codes into :attr:`table`."""
+    """Per edge (cause, detail, name, category) as codes into :attr:`table`."""
 
     table: np.ndarray
     """The distinct label strings (object array, ``""`` first)."""
@@ -61,9 +62,10 @@ class EdgeLabels:
 
 def distinct(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(canon, table)``: the distinct *strings* in first-seen order and, per entry of
-    *strings*, its position there (int32)."""
+    *strings*, its position there (a code: int16, or int32 for 32,768 distinct or more)."""
     codes, uniques = pd.factorize(np.asarray(strings, dtype=object))
-    return np.asarray(codes, np.int32), np.asarray(uniques, dtype=object)
+    dtype = np.int16 if len(uniques) < 2**15 else np.int32
+    return np.asarray(codes, dtype), np.asarray(uniques, dtype=object)
 
 
 def edge_labels(
@@ -116,9 +118,10 @@ def edge_labels(
     ev_name_x = np.append(np.asarray(ev_name, i32), i32(n_u))  # event -1 → ""
     nm = ev_name_x[np.where(ev_v >= 0, ev_v, ev_u)]
     name = canon[name_at + nm]
-    cause = np.full(m, at["cpu"], i32)
-    detail = np.zeros(m, i32)
-    category = np.zeros(m, i32)
+    code = canon.dtype
+    cause = np.full(m, at["cpu"], code)
+    detail = np.zeros(m, code)
+    category = np.zeros(m, code)
     # gpu edges: by the row's category
     g = np.flatnonzero(kind == K["gpu"])
     g_cat = np.asarray(ev_cat, np.int64)[ev_u[g]]
@@ -134,7 +137,7 @@ def edge_labels(
         e = np.flatnonzero(kind == K[k])
         late = unresolved[e]
         cause[e] = at["launch_gap"]
-        detail[e] = np.where(late, at[k + UNRESOLVED], at[k])
+        detail[e] = np.where(late, at[k + UNRESOLVED], at[k]).astype(code)
     e = np.flatnonzero(kind == K["sync"])
     cause[e], detail[e] = at["synchronisation"], canon[name_at + nm[e]]
     e = np.flatnonzero(kind == K["wait"])

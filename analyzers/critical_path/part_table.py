@@ -133,7 +133,7 @@ def part_from_table(df: pd.DataFrame) -> RankGraph:
     canon, table = distinct([str(x) for cats in labels for x in cats.tolist()])
     base = np.cumsum([0, *(len(x) for x in labels)])
     codes = [
-        canon[b + np.asarray(df[c].cat.codes.to_numpy()[rows.get("edge", slice(0, 0))], np.int64)]
+        canon[b:][df[c].cat.codes.to_numpy()[rows.get("edge", slice(0, 0))]]
         for c, b in zip(LABEL_COLUMNS, base.tolist(), strict=False)
     ]
     facts = [[float(x) for x in f.split()] for f in strings("cause", "collective")]

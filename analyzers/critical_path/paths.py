@@ -80,32 +80,64 @@ def hta_longest_path(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
     return path
 
 
-def forward_order(
+@dataclass(frozen=True)
+class ForwardOrder:
+    """A topological order of a graph none of whose edges goes back in time: nodes by time,
+    nodes of equal time joined by edges in the order of those edges (*tie_nodes*, sorted, and
+    their rank *tie_rank* ≥ 1 in :func:`topological_order` of that small subgraph; other
+    nodes rank 0, then by id).  :meth:`of` orders any subset without sorting every node."""
+
+    time: np.ndarray
+    tie_nodes: np.ndarray
+    tie_rank: np.ndarray
+
+    def of(self, nodes: np.ndarray) -> np.ndarray:
+        """*nodes* (ascending ids) in this order."""
+        nodes = np.asarray(nodes)
+        t = self.time[nodes]
+        if not len(self.tie_nodes):
+            return nodes[np.argsort(t, kind="stable")]
+        at = np.searchsorted(self.tie_nodes, nodes)
+        hit = at < len(self.tie_nodes)
+        hit[hit] = self.tie_nodes[at[hit]] == nodes[hit]
+        rank = np.zeros(len(nodes), np.int64)
+        rank[hit] = self.tie_rank[at[hit]]
+        return nodes[np.lexsort((rank, t))]
+
+
+def forward_order_of(
     n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray, gap: np.ndarray | None = None
-) -> np.ndarray:
-    """A topological order of nodes ``0..n-1`` when no edge goes back in *time*: by time, nodes
-    of equal time joined by edges in the order of those edges (:func:`topological_order` of
-    that small subgraph, which raises ValueError on a cycle); with an edge back in time,
-    :func:`topological_order` of the whole graph.  *gap*: ``time[dst] - time[src]`` when at
-    hand."""
+) -> ForwardOrder | None:
+    """The :class:`ForwardOrder` of nodes ``0..n-1``, None when an edge goes back in *time*
+    (:func:`topological_order` of the ties raises ValueError on a cycle).  *gap*:
+    ``time[dst] - time[src]`` when at hand."""
     time = np.asarray(time, np.int64)
     if gap is None:
         gap = time[dst] - time[src]
-    ix = np.int32 if n < 2**31 else np.int64
     if bool((gap < 0).any()):
-        return np.asarray(topological_order(n, src, dst), ix)
+        return None
     tie = np.flatnonzero(gap == 0)
-    if not len(tie):
-        return np.argsort(time, kind="stable").astype(ix)
     s_tie = np.asarray(src[tie], np.int64)
     d_tie = np.asarray(dst[tie], np.int64)
     nodes = sorted_unique(np.concatenate([s_tie, d_tie]))
     local = topological_order(
         len(nodes), np.searchsorted(nodes, s_tie), np.searchsorted(nodes, d_tie)
     )
-    among = np.zeros(n, np.int64)
-    among[nodes[np.asarray(local, np.int64)]] = np.arange(1, len(nodes) + 1)
-    return np.lexsort((among, time)).astype(ix)
+    rank = np.zeros(len(nodes), np.int64)
+    rank[np.asarray(local, np.int64)] = np.arange(1, len(nodes) + 1)
+    return ForwardOrder(time, nodes, rank)
+
+
+def forward_order(
+    n: int, src: np.ndarray, dst: np.ndarray, time: np.ndarray, gap: np.ndarray | None = None
+) -> np.ndarray:
+    """A topological order of nodes ``0..n-1``: :class:`ForwardOrder` of every node when no
+    edge goes back in *time*, else :func:`topological_order` of the whole graph."""
+    ix = np.int32 if n < 2**31 else np.int64
+    fo = forward_order_of(n, src, dst, time, gap)
+    if fo is None:
+        return np.asarray(topological_order(n, src, dst), ix)
+    return fo.of(np.arange(n, dtype=ix))
 
 
 def in_edges(n: int, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -76,7 +76,7 @@ class RankGraph:
     cause_code: np.ndarray
     detail_code: np.ndarray
     name_code: np.ndarray
-    """Per edge: cause label, its detail and the event's name (int32 codes into
+    """Per edge: cause label, its detail and the event's name (codes into
     :attr:`labels`; :attr:`cause` / :attr:`detail` / :attr:`name` give the strings)."""
     category_code: np.ndarray
     """Per edge: the op category of a ``gpu`` edge's row, "" elsewhere (code)."""

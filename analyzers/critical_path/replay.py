@@ -13,6 +13,7 @@ every what-if's replay (:func:`replay_plan`, :func:`replay_with`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,15 +149,16 @@ class ReplayPlan:
 
 def replay_plan(
     n: int,
-    topo: np.ndarray,
+    topo: np.ndarray | Callable[[np.ndarray], np.ndarray],
     pred: tuple[np.ndarray, np.ndarray, np.ndarray],
     src: np.ndarray,
     anchor: np.ndarray,
     chains: np.ndarray | None = None,
 ) -> ReplayPlan:
     """The :class:`ReplayPlan` of the graph with in-edges *pred* (:func:`~analyzers.
-    critical_path.paths.in_edges`), topological order *topo* and *anchor*; chains cut into
-    runs along *chains* (a permutation of the nodes; default: by id)."""
+    critical_path.paths.in_edges`), topological order *topo* (the nodes, or a function
+    putting some nodes, ascending, in that order) and *anchor*; chains cut into runs along
+    *chains* (a permutation of the nodes; default: by id)."""
     ptr, edges, first = pred
     ix = np.int32 if max(n, len(edges)) < 2**31 else np.int64
     simple = (np.diff(ptr) == 1) & (np.asarray(anchor) == NO_ANCHOR)
@@ -171,7 +173,10 @@ def replay_plan(
     up[r.node] = chain_root
     index = np.full(n, -1, ix)
     index[r.node] = np.arange(len(r.node), dtype=ix)
-    hubs = np.asarray(topo)[~simple[topo]].astype(ix)
+    if callable(topo):
+        hubs = np.asarray(topo(np.flatnonzero(~simple).astype(ix)), ix)
+    else:
+        hubs = np.asarray(topo)[~simple[topo]].astype(ix)
     del simple
     pos = np.full(n, -1, ix)
     pos[hubs] = np.arange(len(hubs), dtype=ix)

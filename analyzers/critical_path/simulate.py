@@ -92,7 +92,7 @@ class Change:
 
 def anchors(g: StepGraph) -> np.ndarray:
     """Measured time for nodes without predecessors and for step starts (a what-if applies
-    to each step as it started), else no anchor (:attr:`StepGraph.anchor`, read-only)."""
+    to each step as it started), else no anchor (:attr:`StepGraph.anchor`)."""
     return g.anchor
 
 

@@ -27,12 +27,13 @@ import numpy as np
 from analyzers.critical_path.labels import distinct
 from analyzers.critical_path.paths import (
     NO_ANCHOR,
-    InGroups,
+    ForwardOrder,
     first_latest_in_edges,
-    forward_order,
+    forward_order_of,
     in_edges,
     in_groups,
     settled,
+    topological_order,
 )
 from analyzers.critical_path.rank_graph import (
     KINDS,
@@ -109,31 +110,38 @@ class StepGraph:
     steps: list[StepRef]
     joins: list[Join]
     offsets: dict[int, int]
-    topo: np.ndarray
-    """A topological order of the nodes (:func:`analyzers.critical_path.paths.forward_order`)."""
+    forward: ForwardOrder | None
+    """The nodes' topological order by time (None: an edge goes back in time; :attr:`topo`
+    is then :func:`~analyzers.critical_path.paths.topological_order` of the graph)."""
     pred: tuple[np.ndarray, np.ndarray, np.ndarray]
     """Each node's in-edges (:func:`analyzers.critical_path.paths.in_edges`)."""
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
-    groups: InGroups | None = None
-    """:attr:`pred` by number of in-edges (:func:`analyzers.critical_path.paths.in_groups`)."""
 
     @functools.cached_property
-    def in_groups(self) -> InGroups:
-        """:attr:`groups`, made when not given."""
-        return self.groups if self.groups is not None else in_groups(self.pred)
+    def topo(self) -> np.ndarray:
+        """A topological order of every node (:func:`analyzers.critical_path.paths.
+        forward_order`)."""
+        if self.forward is None:
+            return np.asarray(topological_order(len(self.node_time), self.src, self.dst))
+        return self.forward.of(np.arange(len(self.node_time)))
 
-    @functools.cached_property
+    def in_topo_order(self, nodes: np.ndarray) -> np.ndarray:
+        """*nodes* (ascending ids) in :attr:`topo` order, without ordering every node."""
+        if self.forward is None:
+            return self.topo[np.isin(self.topo, nodes)]
+        return self.forward.of(nodes)
+
+    @property
     def anchor(self) -> np.ndarray:
-        """Per node, the time the replay holds it at or after (read-only): the measured time
-        of nodes without predecessors and of step starts (a what-if applies to each step as it
-        started), else :data:`~analyzers.critical_path.paths.NO_ANCHOR`."""
-        has_pred = np.diff(self.pred[0]) > 0
-        out = np.where(has_pred, NO_ANCHOR, self.node_time)
-        for st in self.steps:
-            out[st.start] = self.node_time[st.start]
-        out.flags.writeable = False
+        """Per node, the time the replay holds it at or after: the measured time of nodes
+        without predecessors and of step starts (a what-if applies to each step as it
+        started), else :data:`~analyzers.critical_path.paths.NO_ANCHOR` (made on each call:
+        the measured replay and the replay's plan read it once)."""
+        out = np.where(np.diff(self.pred[0]) > 0, NO_ANCHOR, self.node_time)
+        starts = np.asarray([st.start for st in self.steps], np.int64)
+        out[starts] = self.node_time[starts]
         return out
 
     @functools.cached_property
@@ -141,7 +149,9 @@ class StepGraph:
         """The replay with no change (node times, binding edge per node; read-only): the
         measured times, which solve it (:func:`analyzers.critical_path.paths.settled`), and
         else the pass."""
-        done = settled(self.node_time, self.src, self.dst, self.delay, self.anchor, self.in_groups)
+        groups = in_groups(self.pred)
+        done = settled(self.node_time, self.src, self.dst, self.delay, self.anchor, groups)
+        del groups
         if done is None:
             times, why = replay_with(self.replay_plan, self.delay)
             assert why is not None
@@ -154,7 +164,9 @@ class StepGraph:
     def replay_plan(self) -> ReplayPlan:
         """The replay's plan of this graph and :attr:`anchor` (by node id: chains are mostly
         runs in the ids of :mod:`analyzers.critical_path.rank_graph`)."""
-        return replay_plan(len(self.node_time), self.topo, self.pred, self.src, self.anchor)
+        return replay_plan(
+            len(self.node_time), self.in_topo_order, self.pred, self.src, self.anchor
+        )
 
     @property
     def cause(self) -> np.ndarray:
@@ -360,7 +372,7 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     binding = np.zeros(len(s_all), bool)
     binding[first_latest_in_edges(pred, aligned[s_all], groups)] = True
     delay = np.where(binding, gap, np.minimum(gap, 0))
-    topo = forward_order(n, s_all, d_all, aligned, gap)
+    forward = forward_order_of(n, s_all, d_all, aligned, gap)
     del gap
     steps = [
         StepRef(
@@ -392,10 +404,9 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         steps,
         joins,
         offsets,
-        topo,
+        forward,
         pred,
         dropped,
-        groups,
     )
 
 
@@ -416,8 +427,14 @@ def _labels(
     codes = []
     for j, f in enumerate(LABEL_FIELDS):
         tail = canon[base[-1] + 3 * np.arange(len(extra)) + j] if j < 3 else np.zeros(len(extra))
-        blocks = [canon[b + getattr(p, f)] for p, b in zip(ps, base, strict=False)]
-        codes.append(np.concatenate([*blocks, tail]).astype(np.int32))
+        out = np.empty(int(sum(len(p.src) for p in ps)) + len(extra), canon.dtype)
+        at = 0
+        for p, b in zip(ps, base, strict=False):  # each part's codes into the one table
+            c = getattr(p, f)
+            out[at : at + len(c)] = canon[b:][c]
+            at += len(c)
+        out[at:] = tail
+        codes.append(out)
     return table, codes
 
 
