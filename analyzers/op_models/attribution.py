@@ -26,38 +26,19 @@ import pandas as pd
 
 from analyzers.memo import memoised
 from analyzers.op_models.args import OpCost
+from analyzers.op_models.calls import (
+    call_parents,
+    cpu_op_parents,
+    cpu_op_rows,
+    gpu_launch_calls,
+)
 from analyzers.op_models.registry import MODELS, model_op
-from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
+from collectors.linking import launch_mask
 from collectors.model import GPU_WORK_KINDS, Trace, names_matching
 
 TF32_KERNEL = r"tf32|tensorop_s\d{4,5}"
 """Kernel names of TF32 tensor-core GEMMs/convolutions (cuBLAS ``..._tf32f32_...``, CUTLASS
 ``tensorop_s1688gemm``): an fp32 op that launched one is compared with the TF32 peak."""
-
-
-def cpu_op_rows(host: pd.DataFrame) -> np.ndarray:
-    """Positions of the ``cpu_op`` rows of a host table."""
-    return np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
-
-
-@memoised
-def cpu_op_parents(trace: Trace) -> np.ndarray:
-    """Innermost enclosing CPU op (host row position, -1 none) of every ``cpu_op`` row of
-    *trace*, as a read-only array over the host rows (-1 for the other rows); memoised (the
-    roofline's and the serving section's attributions both walk it).
-
-    The profiler's call stack on each (pid, tid): half-open ``[start, end)``, an op's parent
-    ordered before it (start, then end descending, then row) — :mod:`collectors.linking`, as
-    compare's op view.
-    """
-    host = trace.host
-    ops = cpu_op_rows(host)
-    start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
-    pos = enclosing_parents(start, end, (host["pid"].to_numpy()[ops], host["tid"].to_numpy()[ops]))
-    parent = np.full(len(host), -1, dtype=np.int64)
-    parent[ops] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
-    parent.setflags(write=False)
-    return parent
 
 
 @memoised
@@ -66,20 +47,22 @@ def modelled_op_costs(trace: Trace) -> Mapping[int, OpCost]:
     return MappingProxyType(modelled_costs(trace.host, cpu_op_rows(trace.host)))
 
 
-def _sweep_parents(trace: Trace, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
-    """Innermost enclosing CPU op (host row position, -1 none) of every op and launch row, as
-    an array over the host rows (-1 for the other rows): the ops' from :func:`cpu_op_parents`
-    (*ops*: the ``cpu_op`` rows), each launch's the innermost op running at its start on its
-    thread."""
+@memoised
+def modelled_tops(trace: Trace) -> np.ndarray:
+    """Per host row, for ``cpu_op`` rows: the outermost modelled op (:func:`modelled_op_costs`)
+    among the row and its ancestors (:func:`~analyzers.op_models.calls.cpu_op_parents`), -1
+    none (every other row -1); memoised, read-only (the roofline's op costs and the serving
+    section's FLOP attribution both take it)."""
     host = trace.host
-    h_pid, h_tid = host["pid"].to_numpy(), host["tid"].to_numpy()
-    start = host["start_ns"].to_numpy()
-    end = host["end_ns"].to_numpy()
-    at, on = (h_pid[ops], h_tid[ops]), (h_pid[launches], h_tid[launches])
-    launch_parent = innermost_range(start[ops], end[ops], at, start[launches], on)
-    parent = cpu_op_parents(trace).copy()
-    parent[launches] = np.where(launch_parent >= 0, ops[np.maximum(launch_parent, 0)], -1)
-    return parent
+    ops = cpu_op_rows(host)
+    costs = modelled_op_costs(trace)
+    modelled = np.zeros(len(host), dtype=bool)
+    modelled[np.fromiter(costs, dtype=np.int64, count=len(costs))] = True
+    top = np.full(len(host), -1, dtype=np.int64)
+    if len(costs):
+        top[ops] = outermost_modelled(ops, cpu_op_parents(trace), modelled)[ops]
+    top.setflags(write=False)
+    return top
 
 
 def outermost_modelled(ops: np.ndarray, parent: np.ndarray, modelled: np.ndarray) -> np.ndarray:
@@ -214,91 +197,91 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     if not costs:
         return _empty(cols, gpu_time)
 
-    parent = _sweep_parents(trace, ops, launches)
+    # per GPU work row with a correlation id: its launching call and the op that owns it —
+    # the op with the call's external id (the first such op) if it encloses the call on its
+    # thread, else the innermost op enclosing the call — and that op's outermost modelled
+    # ancestor-or-self
+    work = np.flatnonzero(
+        np.asarray(gpu["kind"].isin(GPU_WORK_KINDS), dtype=bool)
+        & (gpu["correlation"].to_numpy() >= 0)
+    )
+    calls = gpu_launch_calls(trace)[work]
+    linked = call_parents(trace)[work]
     start = host["start_ns"].to_numpy()
     end = host["end_ns"].to_numpy()
     tid = host["tid"].to_numpy()
     ext = host["external_id"].to_numpy()
-    modelled = np.zeros(len(host), dtype=bool)
-    modelled[np.fromiter(costs, dtype=np.int64, count=len(costs))] = True
-    # outermost modelled ancestor-or-self of each op (parents precede their children)
-    top = outermost_modelled(ops, parent, modelled)
-
-    # the op a launch belongs to: the op with the launch's external id (the first such op) if
-    # it encloses the launch on its thread, else the innermost enclosing op
-    linked = parent[launches]
     op_ext = ext[ops]
     with_ext = op_ext >= 0
     ext_ids, first = np.unique(op_ext[with_ext], return_index=True)
-    if ext_ids.size:
-        l_ext = ext[launches]
+    has = np.flatnonzero(calls >= 0)
+    if ext_ids.size and has.size:
+        c = calls[has]
+        l_ext = ext[c]
         at = np.minimum(np.searchsorted(ext_ids, l_ext), ext_ids.size - 1)
         found = (l_ext >= 0) & (ext_ids[at] == l_ext)
         cand = np.where(found, ops[with_ext][first][at], 0)
-        ok = (
-            found
-            & (tid[cand] == tid[launches])
-            & (start[cand] <= start[launches])
-            & (start[launches] < end[cand])
-        )
-        linked = np.where(ok, cand, linked)
-    owner_of_launch = np.full(len(host), -1, dtype=np.int64)
-    owner_of_launch[launches] = np.where(linked >= 0, top[np.maximum(linked, 0)], -1)
-
-    g = gpu[gpu["kind"].isin(GPU_WORK_KINDS) & (gpu["correlation"] >= 0)]
-    calls = launching_calls(host, g["correlation"].to_numpy())
-    owned = np.where(calls >= 0, owner_of_launch[np.maximum(calls, 0)], -1)
-    owners = pd.Series(owned, index=g.index)
-    if (owned < 0).any():  # as a dict lookup gives: NaN where no owner (dropped below)
-        owners = owners.where(owned >= 0)
-    g = g.assign(owner=owners, dur=g["end_ns"] - g["start_ns"]).dropna(subset=["owner"])
-    if g.empty:
+        ok = found & (tid[cand] == tid[c]) & (start[cand] <= start[c]) & (start[c] < end[cand])
+        linked[has] = np.where(ok, cand, linked[has])
+    top = modelled_tops(trace)
+    owned = np.where((calls >= 0) & (linked >= 0), top[np.maximum(linked, 0)], -1)
+    keep = owned >= 0
+    if not keep.any():
         return _empty(cols, gpu_time)
-    agg = g.groupby("owner").agg(kernels=("dur", "size"), kernel_time_ns=("dur", "sum"))
-    tf32 = names_matching(g["name"], re.compile(TF32_KERNEL).search)  # once per distinct name
-    tf32_owners = set(g.loc[tf32, "owner"].astype(int))
-    copy_kind = g["copy_kind"].astype(object).fillna("").astype(str)
-    host_owners = set(
-        g.loc[(g["kind"] == "memcpy") & copy_kind.str.contains("H"), "owner"].astype(int)
+    rows, own = work[keep], owned[keep]
+    dur = gpu["end_ns"].to_numpy()[rows] - gpu["start_ns"].to_numpy()[rows]
+    owners, inv = np.unique(own, return_inverse=True)  # by host row, as the groupby sorted
+    kernels = np.bincount(inv, minlength=len(owners)).astype(np.int64)
+    kernel_time = np.zeros(len(owners), dtype=np.int64)
+    np.add.at(kernel_time, inv, dur)
+    tf32 = names_matching(gpu["name"], re.compile(TF32_KERNEL).search)[rows]  # once per name
+    memcpy = np.asarray(gpu["kind"] == "memcpy", dtype=bool)
+    to_host = (names_matching(gpu["copy_kind"], lambda k: "H" in k) & memcpy)[rows]
+    tf32_owner = np.bincount(inv, weights=tf32, minlength=len(owners)) > 0
+    host_owner = np.bincount(inv, weights=to_host, minlength=len(owners)) > 0
+    at_rows = owners.tolist()
+    cost = [costs[i] for i in at_rows]
+    precision = [
+        "tf32_tensor" if c.precision == "fp32" and c.kind in _MATMUL and t else c.precision
+        for c, t in zip(cost, tf32_owner.tolist(), strict=True)
+    ]
+    out = pd.DataFrame(
+        {
+            "host_row": at_rows,
+            "op": host["name"].take(owners).tolist(),
+            **{c: _texts(host, c, owners) for c in ("input_dims", "input_types")},
+            "concrete_inputs": _texts(host, "concrete_inputs", owners),
+            "kind": [c.kind for c in cost],
+            "precision": precision,
+            "exact": [c.exact for c in cost],
+            "note": [c.note for c in cost],
+            "flops": [c.flops for c in cost],
+            "bytes": [c.bytes for c in cost],
+            "kernels": kernels.tolist(),
+            "kernel_time_ns": kernel_time.tolist(),
+            "host_copy": host_owner.tolist(),
+        },
+        columns=cols,
     )
-    rows = []
-    at = agg.index.to_numpy().astype(np.int64)
-
-    def column(c: str) -> list[Any]:
-        return host[c].take(at).tolist() if c in host else [None] * len(at)
-
-    names, dims, types, concrete = (
-        column(c) for c in ("name", "input_dims", "input_types", "concrete_inputs")
-    )
-    for j, (i, k, t) in enumerate(
-        zip(at.tolist(), agg["kernels"], agg["kernel_time_ns"], strict=True)
-    ):
-        c = costs[i]
-        prec = c.precision
-        if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
-            prec = "tf32_tensor"
-        rows.append(
-            (
-                i,
-                names[j],
-                _text(dims[j]),
-                _text(types[j]),
-                _text(concrete[j]),
-                c.kind,
-                prec,
-                c.exact,
-                c.note,
-                c.flops,
-                c.bytes,
-                int(k),
-                int(t),
-                i in host_owners,
-            )
-        )
-    out = pd.DataFrame(rows, columns=cols)
-    out = out.sort_values("host_row", kind="stable").reset_index(drop=True)
     out.attrs[GPU_TIME] = gpu_time
     return out
+
+
+_MATMUL = ("gemm", "conv", "attention")
+"""Op kinds whose fp32 calls run at the TF32 peak when their kernels are TF32 kernels."""
+
+
+def _texts(host: pd.DataFrame, column: str, rows: np.ndarray) -> list[str]:
+    """:func:`_text` of *column*'s value at each of *rows* ("" when the table lacks it), once
+    per distinct value."""
+    if column not in host:
+        return [""] * len(rows)
+    values = host[column].take(rows)
+    if not isinstance(values.dtype, pd.StringDtype):  # objects (lists, numbers): one by one
+        return [_text(v) for v in values.tolist()]
+    codes, uniques = pd.factorize(values)
+    text = [_text(v) for v in list(uniques)] + [""]
+    return [text[i] for i in codes.tolist()]
 
 
 def _text(v: Any) -> str:

@@ -38,13 +38,8 @@ import pandas as pd
 
 from analyzers import intervals
 from analyzers.op_models import TF32_KERNEL
-from analyzers.op_models.attribution import (
-    cpu_op_parents,
-    cpu_op_rows,
-    modelled_op_costs,
-    name_codes,
-    outermost_modelled,
-)
+from analyzers.op_models.attribution import modelled_op_costs, modelled_tops, name_codes
+from analyzers.op_models.calls import cpu_op_parents, cpu_op_rows
 from analyzers.serving.groups import Groups, float_sums, int_sums, masked_bounds
 
 if TYPE_CHECKING:
@@ -90,10 +85,7 @@ def _modelled_tops(trace: Trace) -> tuple[np.ndarray, Mapping[int, OpCost], np.n
     if not costs:  # nothing modelled: no owner, and recomputation only matters for modelled rows
         return np.full(n, -1, np.int64), costs, np.zeros(n, bool)
     parent = cpu_op_parents(trace)
-    modelled = np.zeros(n, bool)
-    modelled[np.fromiter(costs, np.int64, len(costs))] = True
-    top = np.full(n, -1, np.int64)
-    top[ops] = outermost_modelled(ops, parent, modelled)[ops]
+    top = modelled_tops(trace)
     codes, names = name_codes(host["name"])
     marker = np.zeros(n, bool)
     marker[ops] = np.asarray([bool(RECOMPUTE_RE.search(str(v))) for v in names], bool)[codes[ops]]

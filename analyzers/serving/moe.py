@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analyzers.op_models.attribution import cpu_op_parents
+from analyzers.op_models.calls import cpu_op_parents
 from analyzers.serving.categories import COMMUNICATION, MOE, categorize
 from analyzers.serving.ops import taken
 from collectors.model import names_matching
@@ -63,7 +63,7 @@ STEP_COLUMNS = ("step", "layer", "time_ns", "step_kernel_ns", "share_of_step")
 
 def _layer_ops(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Per op row (host rows of *trace*), the host row of the outermost enclosing-or-self layer
-    op, or -1 (the ``cpu_op`` rows' parents: :func:`analyzers.op_models.attribution.cpu_op_parents`,
+    op, or -1 (the ``cpu_op`` rows' parents: :func:`analyzers.op_models.calls.cpu_op_parents`,
     memoised)."""
     out = np.full(len(rows), -1, dtype=np.int64)
     if not len(rows):

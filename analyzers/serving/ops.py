@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from analyzers.memo import memoised
-from collectors.linking import innermost_range, launch_mask, launching_calls
+from analyzers.op_models.calls import call_parents, gpu_launch_calls, host_threads
+from collectors.linking import innermost_range
 from collectors.model import GPU_WORK_KINDS, names_matching
 
 if TYPE_CHECKING:
@@ -62,12 +63,13 @@ KERNEL_OP_COLUMNS = (
 """Columns of :func:`kernel_ops`."""
 
 
+_STEP_RE = re.compile(r"^ProfilerStep#")
+
+
 def op_rows(host: pd.DataFrame) -> np.ndarray:
     """Host rows that are ops: ``cpu_op`` rows other than ``ProfilerStep#*``."""
     is_op = np.asarray(host["cat"] == "cpu_op", dtype=bool)
-    return np.flatnonzero(
-        is_op & ~names_matching(host["name"], re.compile(r"^ProfilerStep#").search)
-    )
+    return np.flatnonzero(is_op & ~names_matching(host["name"], _STEP_RE.search))
 
 
 def innermost_ops(
@@ -90,24 +92,29 @@ def innermost_ops(
 def launch_rows(trace: Trace) -> np.ndarray:
     """Per ``gpu`` row, the host row of its launching call (same correlation), or -1: the
     earliest such call, then the first in table order
-    (:func:`collectors.linking.launching_calls`).  When every call has its own correlation id
-    and the ids are dense, from a table indexed by id (no sort)."""
+    (:func:`analyzers.op_models.calls.gpu_launch_calls`, memoised; read-only)."""
+    return gpu_launch_calls(trace)
+
+
+def call_ops(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per ``gpu`` row of *rows* (each with a launching call), :func:`innermost_ops` at its
+    launching call: the memoised innermost ``cpu_op`` at the call
+    (:func:`analyzers.op_models.calls.call_parents`) when that is not a ``ProfilerStep#*``
+    (the last of the ops holding the instant is then also the last of the non-step ops); for
+    a step, the look-up again over the non-step ops that can hold one of those instants."""
     h = trace.host
-    launches = np.flatnonzero(launch_mask(h))
-    corr = trace.gpu["correlation"].to_numpy()
-    out = np.full(len(corr), -1, dtype=np.int64)
-    if not len(launches):
-        return out
-    ids = h["correlation"].to_numpy()[launches].astype(np.int64)  # >= 0 (launch_mask)
-    lo, hi = int(ids.min()), int(ids.max())
-    if hi - lo >= 16 * len(ids) or len(h) >= 2**31:
-        return launching_calls(h, corr)
-    table = np.full(hi - lo + 1, -1, dtype=np.int32)
-    table[ids - lo] = launches
-    if np.count_nonzero(table >= 0) < len(ids):  # an id of several calls
-        return launching_calls(h, corr)
-    ok = (corr >= lo) & (corr <= hi)
-    out[ok] = table[corr[ok] - lo]
+    out = call_parents(trace)[rows]
+    step = np.zeros(len(out), dtype=bool)
+    step[out >= 0] = names_matching(h["name"], _STEP_RE.search)[out[out >= 0]]
+    if step.any():
+        calls = gpu_launch_calls(trace)[rows[step]]
+        start, end = h["start_ns"].to_numpy(), h["end_ns"].to_numpy()
+        threads = host_threads(trace)
+        ops = op_rows(h)
+        t = start[calls]
+        near = (start[ops] <= t.max()) & (end[ops] > t.min())
+        near &= np.isin(threads[ops], threads[calls])
+        out[step] = innermost_ops(h, calls, ops[near])
     return out
 
 
@@ -240,7 +247,7 @@ def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
         is_graph[has_launch] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has_launch]]
     op_row = np.full(len(work), -1, dtype=np.int64)
     eager = has_launch & ~is_graph
-    op_row[eager] = innermost_ops(h, launch[eager])
+    op_row[eager] = call_ops(trace, work[eager])
     op = np.full(len(work), None, dtype=object)
     dims = np.full(len(work), None, dtype=object)
     has_op = op_row >= 0

@@ -1,0 +1,105 @@
+"""The host call stack around launched GPU work, computed once per Trace (:mod:`analyzers.memo`)
+and shared by the roofline's op attribution and the serving rows (read-only arrays).
+
+* :func:`host_threads` — a code per host row for its ``(pid, tid)`` thread;
+* :func:`cpu_op_parents` — each ``cpu_op`` row's innermost enclosing ``cpu_op``;
+* :func:`gpu_launch_calls` — each GPU row's launching call (same correlation id);
+* :func:`call_parents` — each GPU row's innermost ``cpu_op`` at its launching call's start.
+
+The stack on each thread follows :mod:`collectors.linking`: half-open ``[start, end)``, an
+op's parent ordered before it (start, then end descending, then row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analyzers.memo import memoised
+from collectors.arrays import sorted_unique
+from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
+from collectors.model import Trace
+
+
+def cpu_op_rows(host: pd.DataFrame) -> np.ndarray:
+    """Positions of the ``cpu_op`` rows of a host table."""
+    return np.flatnonzero(np.asarray(host["cat"] == "cpu_op", dtype=bool))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@memoised
+def host_threads(trace: Trace) -> np.ndarray:
+    """Per host row, a code of its thread: two rows have the same code exactly when their
+    ``pid`` and ``tid`` are equal (the key the call-stack look-ups group by)."""
+    h = trace.host
+    pid, _ = pd.factorize(h["pid"].to_numpy())
+    tid, tids = pd.factorize(h["tid"].to_numpy())
+    return _read_only(np.asarray(pid, np.int64) * max(len(tids), 1) + np.asarray(tid, np.int64))
+
+
+@memoised
+def cpu_op_parents(trace: Trace) -> np.ndarray:
+    """Innermost enclosing CPU op (host row position, -1 none) of every ``cpu_op`` row of
+    *trace*, as a read-only array over the host rows (-1 for the other rows); memoised (the
+    roofline's and the serving section's attributions both walk it)."""
+    host = trace.host
+    ops = cpu_op_rows(host)
+    start, end = host["start_ns"].to_numpy()[ops], host["end_ns"].to_numpy()[ops]
+    pos = enclosing_parents(start, end, host_threads(trace)[ops])
+    parent = np.full(len(host), -1, dtype=np.int64)
+    parent[ops] = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    return _read_only(parent)
+
+
+@memoised
+def gpu_launch_calls(trace: Trace) -> np.ndarray:
+    """Per ``gpu`` row, the host row of its launching call, or -1: the earliest call of a
+    launch category with the row's correlation id, then the first in table order
+    (:func:`collectors.linking.launching_calls`).  When every call has its own id and the ids
+    are dense enough, from a table indexed by id (no sort)."""
+    h = trace.host
+    launches = np.flatnonzero(launch_mask(h))
+    corr = trace.gpu["correlation"].to_numpy()
+    out = np.full(len(corr), -1, dtype=np.int64)
+    if not len(launches):
+        return _read_only(out)
+    ids = h["correlation"].to_numpy()[launches].astype(np.int64)  # >= 0 (launch_mask)
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo >= 16 * len(ids) or len(h) >= 2**31:
+        return _read_only(launching_calls(h, corr))
+    table = np.full(hi - lo + 1, -1, dtype=np.int32)
+    table[ids - lo] = launches
+    if np.count_nonzero(table >= 0) < len(ids):  # an id of several calls
+        return _read_only(launching_calls(h, corr))
+    ok = (corr >= lo) & (corr <= hi)
+    out[ok] = table[corr[ok] - lo]
+    return _read_only(out)
+
+
+@memoised
+def call_parents(trace: Trace) -> np.ndarray:
+    """Per ``gpu`` row, the innermost ``cpu_op`` (any, ``ProfilerStep#*`` included) running at
+    its launching call's start on the call's thread (:func:`collectors.linking.innermost_range`,
+    half-open), as a host row; -1 without a call or an op.  Each distinct call is looked up
+    once."""
+    calls = gpu_launch_calls(trace)
+    host = trace.host
+    ops = cpu_op_rows(host)
+    out = np.full(len(calls), -1, dtype=np.int64)
+    has = calls >= 0
+    if not len(ops) or not has.any():
+        return _read_only(out)
+    q = sorted_unique(calls[has])
+    threads = host_threads(trace)
+    start, end = host["start_ns"].to_numpy(), host["end_ns"].to_numpy()
+    pos = innermost_range(start[ops], end[ops], threads[ops], start[q], threads[q])
+    at_call = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
+    out[has] = at_call[np.searchsorted(q, calls[has])]
+    return _read_only(out)
+
+
+__all__ = ["call_parents", "cpu_op_parents", "cpu_op_rows", "gpu_launch_calls", "host_threads"]
