@@ -7,7 +7,7 @@ exactly.  Causes (``cause``, with ``detail``):
 
 =========================  ===================================================================
 ``compute``                a GPU kernel's execution (detail: its op category,
-                           :func:`analyzers.critical_path.sources.gpu_categories`)
+                           :func:`analyzers.critical_path.sources.gpu_category_codes`)
 ``memory``                 a memcpy / memset
 ``exposed_communication``  a collective kernel or its transfer (detail: collective)
 ``late_rank``              on the path through a collective, the stretch the other ranks spent

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analyzers.critical_path.sources import COMMUNICATION, MEMORY
+
 KINDS = ("host", "gpu", "stream", "launch", "sync", "wait", "arrive", "transfer", "complete")
 """Edge kinds; ``arrive`` / ``transfer`` are the cross-rank edges of the step graph."""
 K = {k: i for i, k in enumerate(KINDS)}
@@ -26,8 +28,6 @@ SYNC_CALL_NAMES = frozenset(
 DATA_LOADING = re.compile(r"DataLoader|data_load|dataloader|_next_data|fetch", re.I)
 UNRESOLVED = " after an unresolved cross-stream wait"
 """Appended to a ``launch`` / ``stream`` detail whose edge ends after an unresolved wait."""
-COMMUNICATION = "communication"
-MEMORY = "memory"
 FIXED = (
     "",
     "cpu",

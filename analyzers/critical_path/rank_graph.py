@@ -17,8 +17,8 @@ sets), and one *completion* node per step.  Edges (``kind``):
 =============  ==================================================================
 
 Each edge carries its *cause* label (:mod:`analyzers.critical_path.blame` defines them), the op
-category of a GPU row (:func:`analyzers.critical_path.sources.gpu_categories`) — labels as codes
-into the part's table of strings (:mod:`analyzers.critical_path.labels`) —, whether a host
+category of a GPU row (:func:`analyzers.critical_path.sources.gpu_category_codes`) — labels as
+codes into the part's table of strings (:mod:`analyzers.critical_path.labels`) —, whether a host
 edge lies inside ops that launch GPU work (the CUDA-graphs what-if), and whether its end follows
 a cross-stream wait the trace does not resolve (*unresolved*: a ``cudaStreamWaitEvent`` /
 ``cudaEventSynchronize`` without the sync row's ``wait_on_*`` fields; the row launched next on

@@ -1,7 +1,7 @@
 """What the critical-path analysis takes from outside the package, each behind one function.
 
 * :func:`collectives_of` — the per-rank collectives table (:mod:`analyzers.collectives`);
-* :func:`gpu_categories` / :func:`kernel_category` — the op categories of
+* :func:`gpu_category_codes` / :func:`kernel_category` — the op categories of
   :mod:`analyzers.serving.categories` (GEMM, attention, MoE, …: the serving breakdown's), so
   that blame and the serving breakdown name a kernel alike;
 * :func:`optional_gpu_column` — the sync rows' ``wait_on_stream`` /
@@ -33,30 +33,22 @@ def collectives_of(trace: Trace) -> pd.DataFrame:
     return collectives_table(trace)
 
 
-def gpu_categories(trace: Trace) -> np.ndarray:
-    """The op category of every ``gpu`` row (object array, ``gpu`` order): for GPU work rows
-    :func:`analyzers.serving.categories.categorize` of :func:`analyzers.serving.ops.kernel_ops`
-    (the launching op's name first, then the kernel name); ``other`` for sync rows."""
-    from analyzers.serving.ops import categorized_kernel_ops
-
-    out = np.full(len(trace.gpu), OTHER, dtype=object)
-    kops = categorized_kernel_ops(trace)
-    if len(kops):
-        out[kops["gpu_row"].to_numpy(dtype=np.int64)] = kops["category"].to_numpy(dtype=object)
-    return out
-
-
 def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`gpu_categories` as ``(codes, categories)``: per ``gpu`` row (int32), the position
-    of its category in *categories* (an object array of distinct str)."""
+    """The op category of every ``gpu`` row as ``(codes, categories)``: per row (int32,
+    ``gpu`` order) the position of its category in *categories* (an object array of distinct
+    str) — for GPU work rows :func:`analyzers.serving.categories.categorize` of
+    :func:`analyzers.serving.ops.kernel_ops` (the launching op's name first, then the kernel
+    name), ``other`` for sync rows."""
     import pandas as pd
 
     from analyzers.serving.ops import categorized_kernel_ops
 
     kops = categorized_kernel_ops(trace)
     codes, uniques = pd.factorize(np.asarray(kops["category"].to_numpy(dtype=object)))
-    cats = [*(str(u) for u in uniques), OTHER]
-    out = np.full(len(trace.gpu), len(cats) - 1, dtype=np.int32)
+    cats = [str(u) for u in uniques]
+    if OTHER not in cats:
+        cats.append(OTHER)
+    out = np.full(len(trace.gpu), cats.index(OTHER), dtype=np.int32)
     out[kops["gpu_row"].to_numpy(dtype=np.int64)] = codes
     return out, np.asarray(cats, dtype=object)
 
