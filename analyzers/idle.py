@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, cast
 
 import numpy as np
@@ -255,7 +256,16 @@ def activity_masks(trace: Trace) -> dict[str, np.ndarray]:
     }
 
 
-def activity_sets(trace: Trace, threads: np.ndarray | None) -> dict[str, iv.Intervals]:
+class ActivitySets(dict[str, iv.Intervals]):
+    """CPU activity → merged host intervals, with their prefix unions computed once
+    (:func:`analyzers.intervals.prefix_unions`, what every attribution of them needs)."""
+
+    @cached_property
+    def unions(self) -> list[iv.Intervals] | None:
+        return iv.prefix_unions([self[name] for name in CPU_ACTIVITIES[:-1]])
+
+
+def activity_sets(trace: Trace, threads: np.ndarray | None) -> ActivitySets:
     """:func:`host_activity_intervals` of the host rows on *threads* (memoised per set)."""
     key = ("activity", None if threads is None else threads.tobytes())
     cache = host_cache(trace)
@@ -265,7 +275,7 @@ def activity_sets(trace: Trace, threads: np.ndarray | None) -> dict[str, iv.Inte
         s = trace.host["start_ns"].to_numpy()
         e = trace.host["end_ns"].to_numpy()
         steps = trace.steps()
-        out: dict[str, iv.Intervals] = {}
+        out = ActivitySets()
         for name in CPU_ACTIVITIES[:-1]:
             m = masks[name] & on
             if name == "python":
@@ -277,7 +287,7 @@ def activity_sets(trace: Trace, threads: np.ndarray | None) -> dict[str, iv.Inte
                 out[name] = iv.merge(s[m], e[m])
         out["unattributed"] = iv.empty()
         cache[key] = out
-    return cast("dict[str, iv.Intervals]", cache[key])
+    return cast("ActivitySets", cache[key])
 
 
 # --------------------------------------------------------------------------- per stream
@@ -451,7 +461,8 @@ def attribute_by_window(
     """:func:`attribute_idle` of *idle* ∩ each window ``[lo[i], hi[i])`` (None: the whole
     line, one value): activity → ns per window (:func:`analyzers.intervals.first_match`)."""
     sets = [activity[name] for name in CPU_ACTIVITIES[:-1]]
-    return dict(zip(CPU_ACTIVITIES, iv.first_match(idle, sets, lo, hi), strict=True))
+    unions = activity.unions if isinstance(activity, ActivitySets) else None
+    return dict(zip(CPU_ACTIVITIES, iv.first_match(idle, sets, lo, hi, unions), strict=True))
 
 
 def gpu_idle(trace: Trace, options: AnalysisOptions | None = None) -> GpuIdle:

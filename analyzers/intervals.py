@@ -230,11 +230,25 @@ def covered_in_windows(iv: Intervals, lo: ArrayLike, hi: ArrayLike) -> NDArray[n
     return covered_before(hi) - covered_before(lo)
 
 
+def prefix_unions(sets: Sequence[Intervals]) -> list[Intervals] | None:
+    """``U_k = S_1 ∪ … ∪ S_k`` for every k (normalized), None when a set is not normalized
+    (an interval ending before it starts): what :func:`first_match` needs of the sets alone."""
+    normal = [_norm(x) for x in sets]
+    if not all(_is_normalized(x) for x in normal):
+        return None
+    out, acc = [], empty()
+    for x in normal:
+        acc = union(acc, x) if x[0].size else acc
+        out.append(acc)
+    return out
+
+
 def first_match(
     base: Intervals,
     sets: Sequence[Intervals],
     lo: ArrayLike | None = None,
     hi: ArrayLike | None = None,
+    unions: list[Intervals] | None = None,
 ) -> list[NDArray[np.int64]]:
     """Split *base* over *sets* in priority order: entry k is ``|base ∩ S_k \\ (S_1 ∪ … ∪
     S_(k−1))|`` and one last entry the rest of *base*, each as the length inside every window
@@ -243,7 +257,8 @@ def first_match(
     With ``U_k = S_1 ∪ … ∪ S_k``, entry k is ``|base ∩ U_k| − |base ∩ U_(k−1)|`` and
     ``|base ∩ U ∩ W| = |base ∩ W| + |U ∩ W| − |(base ∪ U) ∩ W|``: two running unions, no
     intersection or difference of sets (the same lengths as taking each set's part out of
-    the rest in turn, which sets that are not normalized still get)."""
+    the rest in turn, which sets that are not normalized still get).  *unions*: the sets'
+    :func:`prefix_unions`, when the caller keeps them."""
     base = merge(*base)
     normal = [_norm(x) for x in sets]
 
@@ -253,19 +268,20 @@ def first_match(
         return covered_in_windows(x, lo, hi)
 
     out: list[NDArray[np.int64]] = []
-    if not all(_is_normalized(x) for x in (base, *normal)):
+    unions = unions if unions is not None else prefix_unions(normal)
+    if unions is None or not _is_normalized(base):
         for x in sets:
             took = intersect(base, x)
             out.append(cov(took))
             base = subtract(base, took)
         return [*out, cov(base)]
     base_cov = cov(base)
-    union_all, with_base = empty(), base
+    with_base = base
     taken = np.zeros_like(base_cov)
-    for x in normal:
+    for x, union_k in zip(normal, unions, strict=True):
         if x[0].size:
-            union_all, with_base = union(union_all, x), union(with_base, x)
-        now = base_cov + cov(union_all) - cov(with_base)
+            with_base = union(with_base, x)
+        now = base_cov + cov(union_k) - cov(with_base)
         out.append(now - taken)
         taken = now
     return [*out, base_cov - taken]
