@@ -92,7 +92,7 @@ def window_collectives(trace: Trace, options: AnalysisOptions | None = None) -> 
         return c
     kept = np.zeros(len(trace.gpu) + 1, dtype=bool)  # the last entry: a label not in trace.gpu
     kept[window_rows(trace, options)] = True
-    return c[kept[trace.gpu.index.get_indexer(c["gpu_row"])]]
+    return c[kept[trace.gpu.index.get_indexer(pd.Index(c["gpu_row"]))]]
 
 
 def _agg(d: dict[str, np.ndarray], m: np.ndarray) -> dict[str, float | int]:
@@ -174,8 +174,7 @@ def exposed_by(
     """
     options = options or AnalysisOptions()
     lab = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
-    values = lab.to_numpy(dtype=object)
-    values = [OTHER if pd.isna(v) else str(v) for v in values.tolist()]
+    values = [OTHER if pd.isna(v) else str(v) for v in lab.to_numpy(dtype=object).tolist()]
     codes, uniq = pd.factorize(np.array([*values, OTHER], dtype=object))
     names = [str(x) for x in uniq]
     code_of = np.full(len(trace.gpu) + 1, codes[-1], dtype=np.int64)  # unlabelled: other

@@ -16,6 +16,26 @@ if TYPE_CHECKING:
     from collectors.model import Trace
 
 
+@functools.lru_cache(maxsize=4096)
+def _collective_of(name: str) -> str | None:
+    return canonical_collective(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _dtype_of(name: str) -> str | None:
+    return canonical_dtype(name)
+
+
+def collective_of(v: Any) -> str | None:
+    """:func:`collectors.nccl_formulas.canonical_collective`, once per distinct string."""
+    return _collective_of(v) if isinstance(v, str) else canonical_collective(v)
+
+
+def dtype_of(v: Any) -> str | None:
+    """:func:`collectors.nccl_formulas.canonical_dtype`, once per distinct string."""
+    return _dtype_of(v) if isinstance(v, str) else canonical_dtype(v)
+
+
 def as_int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
@@ -56,10 +76,10 @@ def meta_from_args(args: Mapping[str, Any] | None) -> dict[str, Any]:
     if not args:
         return {}
     out: dict[str, Any] = {}
-    coll = canonical_collective(args.get("Collective name"))
+    coll = collective_of(args.get("Collective name"))
     if coll:
         out["collective"] = coll
-    dtype = canonical_dtype(args.get("dtype"))
+    dtype = dtype_of(args.get("dtype"))
     if dtype:
         out["dtype"] = dtype
     for key, name in (("In msg nelems", "in_nelems"), ("Out msg nelems", "out_nelems")):

@@ -60,9 +60,6 @@ FLOAT_COLUMNS = tuple(c for c, t in _COLUMN_TYPES.items() if t == "float")
 
 
 def empty_table() -> pd.DataFrame:
-    df = pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
-    for c in INT_COLUMNS:
-        df[c] = df[c].astype(np.int64)
-    for c in FLOAT_COLUMNS:
-        df[c] = df[c].astype(np.float64)
-    return df
+    """The table without rows: int64, float64 and object columns."""
+    kinds = {"int": np.int64, "float": np.float64, "object": object}
+    return pd.DataFrame({c: np.empty(0, dtype=kinds[t]) for c, t in _COLUMN_TYPES.items()})

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analyzers.idle import host_by_correlation
 from collectors.linking import innermost_range
 from collectors.nccl_formulas import canonical_collective
 
@@ -48,13 +49,12 @@ def launches(trace: Trace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     start = np.full(n, -1, np.int64)
     if h.empty or not n:
         return pid, tid, start
-    hc = h["correlation"].to_numpy()
-    sel = hc >= 0
-    if not sel.any():
+    ids, rows = host_by_correlation(trace)
+    if not ids.size:
         return pid, tid, start
     # the first host row (table order) with each correlation id
-    ids, first = np.unique(hc[sel], return_index=True)
-    rows = np.flatnonzero(sel)[first]
+    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ids, rows = ids[first], rows[first]
     at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
     known = ids[at] == corr
     pid[known] = h["pid"].to_numpy()[rows[at[known]]]

@@ -4,6 +4,7 @@ that has it (the order of the table in the :mod:`analyzers.collectives.table` do
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -11,21 +12,39 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from analyzers.collectives.args import as_int, meta_from_args, nvtx_meta, parse_ranks
+from analyzers.collectives.args import as_int, collective_of, meta_from_args, nvtx_meta, parse_ranks
 from analyzers.collectives.columns import COLUMNS
 from analyzers.collectives.sizes import c10d_group_size, dims_size
-from collectors.nccl_formulas import canonical_collective, dtype_bytes
-from collectors.nccl_kernels import parse_kernel_name
+from collectors.nccl_formulas import dtype_bytes
+from collectors.nccl_kernels import NcclKernel, parse_kernel_name
+
+
+class Column:
+    """The values of a table column by position, as ``col.to_numpy()`` of a column has them
+    (``col.astype(object)`` for a categorical one: NaN for a missing value), looked up one at a
+    time (no object array of every row is made for the few rows a table reads)."""
+
+    def __init__(self, col: pd.Series) -> None:
+        self._codes: np.ndarray | None = None
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            self._codes = col.cat.codes.to_numpy()
+            self._labels = np.append(col.cat.categories.to_numpy(dtype=object), np.nan)
+        self._array = col.array
+
+    def __getitem__(self, position: int) -> Any:
+        if self._codes is not None:
+            return self._labels[self._codes[position]]
+        return self._array[position]
 
 
 @dataclass
 class RecordContext:
     """What the per-collective metadata lookup needs from the trace's tables."""
 
-    host_args: np.ndarray
-    host_dims: np.ndarray
-    host_types: np.ndarray
-    host_names: np.ndarray
+    host_args: Column
+    host_dims: Column
+    host_types: Column
+    host_names: Column
     host_start: np.ndarray
     h_index: pd.Index
     nvtx_ops: pd.DataFrame
@@ -35,6 +54,12 @@ class RecordContext:
 
     def pos(self, label: int) -> int:
         return int(cast(int, self.h_index.get_loc(label)))  # the index is unique
+
+
+@functools.lru_cache(maxsize=4096)
+def kernel_info(name: str) -> NcclKernel | None:
+    """:func:`collectors.nccl_kernels.parse_kernel_name`, once per distinct name."""
+    return parse_kernel_name(name)
 
 
 def collective_record(
@@ -49,7 +74,7 @@ def collective_record(
     group: int,
 ) -> dict[str, Any]:
     """Metadata of one collective from its op, annotation, NVTX range and kernel."""
-    kinfo = parse_kernel_name(kernel_name) if kernel_name else None
+    kinfo = kernel_info(kernel_name) if kernel_name else None
     rpc_meta = meta_from_args(ctx.host_args[ctx.pos(rpc)]) if rpc >= 0 else {}
     k_meta = meta_from_args(kernel_args)
     nv_meta: dict[str, Any] = {}
@@ -62,7 +87,7 @@ def collective_record(
         nv_name, nv_meta = group_meta(
             ctx.nvtx_ops, ctx.nvtx_group_starts, cast("pd.Series", ctx.nvtx_groups.loc[group])
         )
-    ann_name = canonical_collective(ctx.host_names[ctx.pos(ann)]) if ann >= 0 else None
+    ann_name = collective_of(ctx.host_names[ctx.pos(ann)]) if ann >= 0 else None
 
     rec: dict[str, Any] = {c: None for c in COLUMNS}
     for value, src in (

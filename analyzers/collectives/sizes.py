@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.nccl_formulas import canonical_dtype, message_size_rule
+from analyzers.collectives.args import dtype_of
+from collectors.nccl_formulas import message_size_rule
 
 
 def numel(dims: Any) -> int | None:
@@ -40,7 +41,7 @@ def dims_size(dims_json: Any, types_json: Any) -> tuple[int, str] | None:
     found = False
     for d, t in zip(dims, types, strict=False):
         n = numel(d)
-        c = canonical_dtype(t) if isinstance(t, str) else None
+        c = dtype_of(t) if isinstance(t, str) else None
         if n is None or c is None:
             continue
         if dtype is not None and c != dtype:

@@ -41,7 +41,6 @@ bandwidth is known (:mod:`analyzers.collectives.busbw`).
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,14 +50,17 @@ from analyzers.collectives.args import pg_config
 from analyzers.collectives.busbw import add_bandwidth
 from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, empty_table
 from analyzers.collectives.linking import innermost, launches, nvtx_ranges
-from analyzers.collectives.metadata import RecordContext, collective_record
+from analyzers.collectives.metadata import Column, RecordContext, collective_record
 from analyzers.collectives.sizes import add_message_bytes
+from analyzers.steps import step_positions
+from analyzers.window import value_mask
 from collectors.arrays import sorted_unique
-from collectors.model import names_matching
 from collectors.nccl_kernels import NCCL_NAME
 
 if TYPE_CHECKING:
     from collectors.model import Trace
+
+_MAX = np.iinfo(np.int64).max
 
 
 def build_collectives(trace: Trace) -> pd.DataFrame:
@@ -72,16 +74,14 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
     the ``*_source`` columns say where each value came from.
     """
     h = trace.host
-    hname = h["name"].astype(object)
-    is_rpc = names_matching(h["name"], lambda s: s == "record_param_comms")
-    is_ann = names_matching(h["name"], lambda s: s.startswith("nccl:"))
-    is_c10d = names_matching(h["name"], lambda s: s.startswith("c10d::"))
+    kind = names_kind(h["name"])
+    is_rpc, is_ann, is_c10d = kind == 1, kind == 2, kind == 3
     nvtx_ops, nvtx_groups, nvtx_group_starts = nvtx_ranges(trace)
     ctx = RecordContext(
-        host_args=h["comm_args"].to_numpy(),
-        host_dims=h["input_dims"].to_numpy(),
-        host_types=h["input_types"].to_numpy(),
-        host_names=hname.to_numpy(),
+        host_args=Column(h["comm_args"]),
+        host_dims=Column(h["input_dims"]),
+        host_types=Column(h["input_types"]),
+        host_names=Column(h["name"]),
         host_start=h["start_ns"].to_numpy(),
         h_index=h.index,
         nvtx_ops=nvtx_ops,
@@ -95,17 +95,35 @@ def build_collectives(trace: Trace) -> pd.DataFrame:
     records = _gpu_records(trace, ctx, rng, is_rpc)
     linked = {r.pop("_rpc") for r in records} - {-1}
     records += _call_only_records(trace, ctx, rng, linked)
-    s_lo = steps["start_ns"].to_numpy()
-    s_hi = steps["end_ns"].to_numpy()
-    s_num = steps["step"].to_numpy()
-    for rec in records:
-        rec["rank"] = trace.rank
-        t = next((x for x in (rec["launch_ns"], rec["start_ns"], rec["op_start_ns"]) if x >= 0), -1)
-        k = np.searchsorted(s_lo, t, side="right") - 1
-        rec["step"] = int(s_num[k]) if t >= 0 and k >= 0 and t < s_hi[k] else -1
     if not records:
         return empty_table()
+    # the step: of the launch, else the GPU start, else the op start
+    launch, start, op = (np.array([r[c] for r in records], dtype=np.int64) for c in _WHEN)
+    t = np.where(launch >= 0, launch, np.where(start >= 0, start, np.where(op >= 0, op, -1)))
+    k = step_positions(t, steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
+    number = np.r_[steps["step"].to_numpy(dtype=np.int64), -1]  # k = -1: no step
+    step = number[k].tolist()
+    for rec, n in zip(records, step, strict=True):
+        rec["rank"] = trace.rank
+        rec["step"] = n
     return _finish(trace, records)
+
+
+_WHEN = ("launch_ns", "start_ns", "op_start_ns")
+
+
+def names_kind(col: pd.Series) -> np.ndarray:
+    """Per host row: 1 ``record_param_comms``, 2 a ``nccl:*`` annotation, 3 a ``c10d::*`` op,
+    0 anything else (each distinct name looked at once)."""
+
+    def kind(s: str) -> int:
+        if s == "record_param_comms":
+            return 1
+        return 2 if s.startswith("nccl:") else 3 if s.startswith("c10d::") else 0
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    per_name = np.array([kind(str(c)) for c in cat.cat.categories] + [0], dtype=np.int8)
+    return per_name[cat.cat.codes.to_numpy()]
 
 
 def _gpu_records(
@@ -123,9 +141,10 @@ def _gpu_records(
     names = g["name"]
     cat = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
     is_nccl_cat = np.array([bool(NCCL_NAME.match(str(c))) for c in cat.cat.categories] + [False])
-    kind = g["kind"].astype(object).to_numpy()
-    nccl_rows = is_nccl_cat[cat.cat.codes.to_numpy()] & (kind != "memset")
-    memcpy_rows = (kind == "memcpy") & ~nccl_rows
+    nccl_rows = is_nccl_cat[cat.cat.codes.to_numpy()] & ~value_mask(g["kind"], ("memset",))
+    memcpy_rows = value_mask(g["kind"], ("memcpy",)) & ~nccl_rows
+    if rng["ann"].empty and ctx.nvtx_ops.empty:
+        memcpy_rows[:] = False  # a copy belongs to a collective only inside such a range
     cand = np.flatnonzero(nccl_rows | memcpy_rows)
     if not cand.size:
         return []
@@ -158,48 +177,66 @@ def _gpu_records(
     op_key = np.where(op_key >= 0, op_key, -(np.arange(sel.size) + 1))  # unlinked: own row
     g_names = gc["name"].astype(object).to_numpy()
     g_args = gc["comm_args"].to_numpy()
-    g_start = gc["start_ns"].to_numpy()
-    g_end = gc["end_ns"].to_numpy()
-    g_stream = gc["stream"].to_numpy()
-    g_dev = gc["device"].to_numpy()
     g_label = g.index.to_numpy()[cand]
 
-    records = []
-    o = np.lexsort((g_start[sel], op_key))
+    o = np.lexsort((gc["start_ns"].to_numpy()[sel], op_key))
     order = sel[o]
     ks = op_key[o]
-    bounds = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True])
-    for b0, b1 in itertools.pairwise(bounds):
-        members = order[b0:b1]
-        first = int(members[0])
-        kname = next((g_names[m] for m in members if NCCL_NAME.match(str(g_names[m]))), None)
-        kargs = next((g_args[m] for m in members if g_args[m]), None)
-        rpc, ann, nvtx = int(rpc_of[first]), int(ann_of[first]), int(nvtx_of[first])
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    # per collective (a run of *order*): its first row, and the first NCCL-named row and the
+    # first row with arguments among its members
+    first = order[starts]
+    pos = np.arange(order.size)
+    big = order.size
+    named = np.minimum.reduceat(np.where(is_nccl_c[order], pos, big), starts)
+    has_args = np.array([bool(x) for x in g_args], dtype=bool)[order]
+    with_args = np.minimum.reduceat(np.where(has_args, pos, big), starts)
+    lm = lstart[order]
+    launch = np.minimum.reduceat(np.where(lm >= 0, lm, _MAX), starts)
+    start = np.minimum.reduceat(gc["start_ns"].to_numpy()[order], starts)
+    end = np.maximum.reduceat(gc["end_ns"].to_numpy()[order], starts)
+    sizes = np.diff(np.r_[starts, order.size])
+    # each collective's members in table order: sort by (collective, row)
+    width = cand.size
+    runs = np.repeat(np.arange(starts.size), sizes)
+    member_labels = g_label[np.sort(runs * width + order) % width].tolist()
+    cols = {
+        "first": first, "named": named, "with_args": with_args, "launch": launch,
+        "start": start, "end": end, "n": sizes, "at": starts,
+        "rpc": rpc_of[first], "ann": ann_of[first], "nvtx": nvtx_of[first],
+        "c10d": c10d_of[first], "group": group_of[first],
+        "stream": gc["stream"].to_numpy()[first], "device": gc["device"].to_numpy()[first],
+        "gpu_row": g_label[first],
+    }  # fmt: skip
+    lists = {k: v.tolist() for k, v in cols.items()}
+    records = []
+    for i, f in enumerate(lists["first"]):
+        k, a = lists["named"][i], lists["with_args"][i]
+        kname = g_names[order[k]] if k < big else None
+        rpc, ann, nvtx = lists["rpc"][i], lists["ann"][i], lists["nvtx"][i]
         rec = collective_record(
             ctx,
-            kernel_name=kname if kname is not None else str(g_names[first]),
-            kernel_args=kargs,
+            kernel_name=kname if kname is not None else str(g_names[f]),
+            kernel_args=g_args[order[a]] if a < big else None,
             rpc=rpc,
             ann=ann,
-            c10d=int(c10d_of[first]),
+            c10d=lists["c10d"][i],
             nvtx=nvtx,
-            group=int(group_of[first]),
+            group=lists["group"][i],
         )
-        lm = lstart[members]
-        start = int(g_start[members].min())
-        end = int(g_end[members].max())
+        at, n = lists["at"][i], lists["n"][i]
         rec.update(
             _rpc=rpc,
-            n_gpu_rows=int(members.size),
+            n_gpu_rows=n,
             op_start_ns=_op_start(ctx, rpc, ann, nvtx),
-            launch_ns=int(lm[lm >= 0].min()) if (lm >= 0).any() else -1,
-            start_ns=start,
-            end_ns=end,
-            duration_ns=end - start,
-            stream=int(g_stream[first]),
-            device=int(g_dev[first]),
-            gpu_row=int(g_label[first]),
-            gpu_rows=tuple(g_label[np.sort(members)].tolist()),
+            launch_ns=lists["launch"][i] if lists["launch"][i] != _MAX else -1,
+            start_ns=lists["start"][i],
+            end_ns=lists["end"][i],
+            duration_ns=lists["end"][i] - lists["start"][i],
+            stream=lists["stream"][i],
+            device=lists["device"][i],
+            gpu_row=lists["gpu_row"][i],
+            gpu_rows=tuple(member_labels[at : at + n]),
         )
         records.append(rec)
     return records
