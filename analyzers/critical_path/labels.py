@@ -143,16 +143,17 @@ def edge_labels(
     e = np.flatnonzero(kind == K["wait"])
     cause[e], detail[e] = at["synchronisation"], at["cross-stream wait"]
     detail[kind == K["complete"]] = at["complete"]
-    # host edges (both ends are host ops' boundaries)
+    # host edges (both ends are host ops' boundaries; one block of edges as rank_graph adds them)
     h = np.flatnonzero((kind == K["host"]) & (ev_v >= 0))
-    hn = nm[h]
+    hs = slice(int(h[0]), int(h[-1]) + 1) if len(h) and h[-1] - h[0] + 1 == len(h) else h
+    hn = nm[hs]
     is_sync = np.asarray([u in SYNC_CALL_NAMES for u in uniq] + [False], bool)[hn]
     cause[h[is_sync]], detail[h[is_sync]] = at["synchronisation"], canon[name_at + hn[is_sync]]
     data = np.asarray([DATA_LOADING.search(u) is not None for u in uniq] + [False], bool)[hn]
     data &= ~is_sync
     cause[h[data]], detail[h[data]] = at["data_loading"], canon[name_at + hn[data]]
     step_x = np.append(np.asarray(step_event, bool), False)  # event -1 → not a step
-    gap = launching[h] & ~is_sync & ~data
-    gap &= ~(step_x[ev_u[h]] | step_x[ev_v[h]])
-    cause[h[gap]], detail[h[gap]] = at["launch_gap"], at["host"]
+    gap = h[launching[hs] & ~is_sync & ~data]
+    gap = gap[~(step_x[ev_u[gap]] | step_x[ev_v[gap]])]
+    cause[gap], detail[gap] = at["launch_gap"], at["host"]
     return EdgeLabels(table, cause, detail, name, category)

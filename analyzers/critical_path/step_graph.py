@@ -365,13 +365,15 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     labels, codes = _labels(ps, x_label)
     launching = _joined([p.launching for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
     unresolved = _joined([p.unresolved for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
-    gap = aligned[d_all] - aligned[s_all]
+    t_src = aligned[s_all]
+    gap = aligned[d_all] - t_src
     n = len(aligned)
     pred = in_edges(n, d_all)
-    groups = in_groups(pred)
     binding = np.zeros(len(s_all), bool)
-    binding[first_latest_in_edges(pred, aligned[s_all], groups)] = True
-    delay = np.where(binding, gap, np.minimum(gap, 0))
+    binding[first_latest_in_edges(pred, t_src)] = True
+    del t_src
+    delay = np.minimum(gap, 0)
+    delay[binding] = gap[binding]
     forward = forward_order_of(n, s_all, d_all, aligned, gap)
     del gap
     steps = [
