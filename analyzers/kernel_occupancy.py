@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.arch import ArchLimits, is_amd, limits_for_device
-from analyzers.occupancy import LaunchConfig, OccupancyResult, occupancy, what_if
+from analyzers.occupancy import LaunchConfig, OccupancyResult, first_suggestion, occupancy
 from analyzers.occupancy_cdna import (
     CdnaLaunch,
     CdnaLimits,
@@ -182,23 +182,18 @@ def kernel_occupancy(
     compute capability (e.g. for traces without device properties).
     """
     gpu = trace.gpu
-    k = gpu[gpu["kind"] == "kernel"]
-    n_kernels = len(k)
+    kernels = np.flatnonzero(np.asarray(gpu["kind"] == "kernel", dtype=bool))
+    n_kernels = len(kernels)
     device = trace.gpu_device
     amd = device is not None and is_amd(device) and arch is None
-    has_block = (k["block_x"] > 0) & (k["block_y"] > 0) & (k["block_z"] > 0)
-    if amd:
-        have = k[has_block]
-    else:
-        have = k[
-            has_block
-            & (k["registers_per_thread"] >= 0)
-            & (
-                (k["shared_mem_bytes"] >= 0)
-                | (k["static_smem_bytes"] >= 0)
-                | (k["dynamic_smem_bytes"] >= 0)
-            )
-        ]
+    key_cols = np.stack([gpu[c].to_numpy(dtype=np.int64)[kernels] for c in KEYS], axis=1)
+    block = key_cols[:, :3]
+    regs, static, dynamic, shared = (key_cols[:, i] for i in range(3, 7))
+    has_block = (block > 0).all(axis=1)
+    if not amd:
+        has_block &= (regs >= 0) & ((shared >= 0) | (static >= 0) | (dynamic >= 0))
+    configured = kernels[has_block]  # the kernels with a launch configuration
+    key_cols = key_cols[has_block]
 
     def empty(reason: str, lim: ArchLimits | CdnaLimits | None = None) -> KernelOccupancy:
         return KernelOccupancy(
@@ -208,13 +203,13 @@ def kernel_occupancy(
             None,
             None,
             None,
-            len(have),
+            len(configured),
             n_kernels,
             (),
             reason,
         )
 
-    if have.empty:
+    if not len(configured):
         what = (
             "a workgroup size"
             if amd
@@ -237,12 +232,12 @@ def kernel_occupancy(
     except UsageError as err:
         return empty(str(err))
 
-    dur = (have["end_ns"] - have["start_ns"]).to_numpy(dtype=np.int64)
+    start, end = gpu["start_ns"].to_numpy(), gpu["end_ns"].to_numpy()
+    dur = (end[configured] - start[configured]).astype(np.int64)
     # one code per launch configuration, numbered in order of first appearance
-    key_frame = have[KEYS]
-    cfg_code = key_frame.groupby(KEYS, sort=False).ngroup().to_numpy(dtype=np.int64)
+    cfg_code = _config_codes(key_cols)
     first = np.unique(cfg_code, return_index=True)[1]
-    uniq_keys = [tuple(int(v) for v in r) for r in key_frame.to_numpy(dtype=np.int64)[first]]
+    uniq_keys = [tuple(int(v) for v in r) for r in key_cols[first].tolist()]
     results: dict[tuple[int, ...], OccupancyResult | CdnaOccupancy | str] = {}
     configs: list[LaunchConfig | CdnaLaunch] = []
     for key in uniq_keys:
@@ -260,10 +255,10 @@ def kernel_occupancy(
         dtype=float,
     )
     occ = occ_u[cfg_code]
-    est = have["est_achieved_occupancy"].to_numpy(dtype=float)
+    est = gpu["est_achieved_occupancy"].to_numpy(dtype=float)[configured]
 
     ok = ~np.isnan(occ)
-    all_time = int((k["end_ns"] - k["start_ns"]).sum())
+    all_time = int((end[kernels] - start[kernels]).sum())
     tw = float((dur[ok] * occ[ok]).sum() / dur[ok].sum()) if dur[ok].sum() > 0 else None
     est_zero = int((est == 0).sum())
     est_ok = ~np.isnan(est) & (est != 0)
@@ -275,7 +270,7 @@ def kernel_occupancy(
     coverage = float(dur[ok].sum() / all_time) if all_time > 0 else None
 
     # (name, configuration) groups in order of first appearance; rows without a name drop out
-    name_code, names = pd.factorize(have["name"].astype(object).to_numpy())
+    name_code, names = _names(gpu["name"], configured)
     named = name_code >= 0
     frame = pd.DataFrame(
         {
@@ -381,7 +376,7 @@ def kernel_occupancy(
         tw,
         est_tw,
         coverage,
-        len(have),
+        len(configured),
         n_kernels,
         tuple(flags),
         upper_bound=bool(not_applied),
@@ -389,6 +384,37 @@ def kernel_occupancy(
         est_achieved_zero_launches=est_zero,
         notes=tuple(notes),
     )
+
+
+def _config_codes(cols: np.ndarray) -> np.ndarray:
+    """One code per distinct row of an integer matrix, numbered in order of first appearance
+    (``groupby(columns, sort=False).ngroup()``): the columns' codes as the digits of one
+    integer (mixed radix; folded column by column when that integer could overflow)."""
+    digits = [np.asarray(pd.factorize(cols[:, j])[0], np.int64) for j in range(cols.shape[1])]
+    sizes = [int(d.max(initial=0)) + 1 for d in digits]
+    code = np.zeros(len(cols), dtype=np.int64)
+    fold = math.prod(sizes) >= 2**62
+    for d, size in zip(digits, sizes, strict=True):
+        code = code * size + d
+        if fold:
+            code = np.asarray(pd.factorize(code)[0], np.int64)
+    return np.asarray(pd.factorize(code)[0], np.int64)
+
+
+def _names(col: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of the name column's values at *rows* as objects (codes in order of
+    first appearance, -1 for a missing name; the distinct names), from a categorical's codes
+    without converting every row."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        codes, uniques = pd.factorize(col.astype(object).to_numpy()[rows])
+        return np.asarray(codes), np.asarray(uniques, dtype=object)
+    cat = col.cat.codes.to_numpy()[rows].astype(np.int64)
+    named = cat >= 0
+    out = np.full(len(cat), -1, dtype=np.int64)
+    codes, first_cats = pd.factorize(cat[named])  # in order of first appearance
+    out[named] = codes
+    values = np.asarray(col.cat.categories.astype(object), dtype=object)
+    return out, values[np.asarray(first_cats, dtype=np.int64)]
 
 
 def _advice(
@@ -401,8 +427,8 @@ def _advice(
     if isinstance(lim, CdnaLimits) and isinstance(cfg, CdnaLaunch):
         text = cdna_suggestion(lim, cfg)
     elif isinstance(lim, ArchLimits) and isinstance(cfg, LaunchConfig):
-        wi = what_if(lim, cfg)
-        text = wi.suggestions[0].text() if wi.suggestions else None
+        first = first_suggestion(lim, cfg)
+        text = first.text() if first is not None else None
     else:  # pragma: no cover - the two pairs above are the only ones built
         text = None
     if text is not None:

@@ -349,15 +349,8 @@ def _suggest(curve: Curve, current: int, base_pct: float) -> Suggestion | None:
     return Suggestion(curve.varied, current, nearest[0], nearest[1], best[0], best[1])
 
 
-def what_if(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> WhatIf:
-    """Occupancy curves against block size (multiples of the warp size), registers per
-    thread (1…255) and shared memory per block (dynamic part varied in *smem_step* steps up
-    to the opt-in limit), each with the other inputs held at *cfg*; plus a suggestion per axis.
-
-    Raises:
-        UsageError: *cfg* itself is impossible.
-    """
-    base = occupancy(lim, cfg)
+def _axes(lim: ArchLimits, cfg: LaunchConfig, smem_step: int) -> dict[str, Callable[[], Curve]]:
+    """The three what-if curves around *cfg*, each computed when called, in curve order."""
 
     def with_threads(t: int) -> LaunchConfig:
         return replace(cfg, threads_per_block=t)
@@ -373,31 +366,72 @@ def what_if(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> WhatIf:
     threads = sorted({*range(ws, lim.max_threads_per_block + 1, ws), cfg.threads_per_block})
     regs = list(range(1, lim.max_regs_per_thread + 1))
     smem = sorted({*range(0, lim.smem_per_block_optin + 1, smem_step), cfg.smem})
-    curves = (
-        _curve(lim, "threads_per_block", threads, with_threads),
-        _curve(lim, "registers_per_thread", regs, with_regs),
-        _curve(lim, "smem_per_block", smem, with_smem),
-    )
-    current = {
+    return {
+        "threads_per_block": lambda: _curve(lim, "threads_per_block", threads, with_threads),
+        "registers_per_thread": lambda: _curve(lim, "registers_per_thread", regs, with_regs),
+        "smem_per_block": lambda: _curve(lim, "smem_per_block", smem, with_smem),
+    }
+
+
+_AXIS_OF = {
+    "warps": "threads_per_block",
+    "blocks": "threads_per_block",
+    "registers": "registers_per_thread",
+    "shared_memory": "smem_per_block",
+    "barriers": "threads_per_block",
+}
+"""The input whose change moves each limiter."""
+
+
+def _suggestion_axes(base: OccupancyResult, cfg: LaunchConfig) -> list[str]:
+    """The axes to suggest along, in order: the limiting resource(s)' first, then the rest in
+    curve order; registers only when known."""
+    order = [_AXIS_OF[k] for k in base.limiters]
+    order += [a for a in ("threads_per_block", "registers_per_thread", "smem_per_block")]
+    return [
+        a
+        for a in dict.fromkeys(order)
+        if not (a == "registers_per_thread" and cfg.regs_per_thread == 0)
+    ]
+
+
+def _current(cfg: LaunchConfig, axis: str) -> int:
+    return {
         "threads_per_block": cfg.threads_per_block,
         "registers_per_thread": cfg.regs_per_thread,
         "smem_per_block": cfg.smem,
-    }
-    axis_of = {
-        "warps": "threads_per_block",
-        "blocks": "threads_per_block",
-        "registers": "registers_per_thread",
-        "shared_memory": "smem_per_block",
-        "barriers": "threads_per_block",
-    }
-    order = [axis_of[k] for k in base.limiters]
-    order += [c.varied for c in curves if c.varied not in order]
-    by_axis = {c.varied: c for c in curves}
+    }[axis]
+
+
+def what_if(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> WhatIf:
+    """Occupancy curves against block size (multiples of the warp size), registers per
+    thread (1…255) and shared memory per block (dynamic part varied in *smem_step* steps up
+    to the opt-in limit), each with the other inputs held at *cfg*; plus a suggestion per axis.
+
+    Raises:
+        UsageError: *cfg* itself is impossible.
+    """
+    base = occupancy(lim, cfg)
+    curves = {axis: make() for axis, make in _axes(lim, cfg, smem_step).items()}
     suggestions = []
-    for axis in dict.fromkeys(order):
-        if axis == "registers_per_thread" and cfg.regs_per_thread == 0:
-            continue  # registers unknown: nothing to change
-        s = _suggest(by_axis[axis], current[axis], base.occupancy_pct)
+    for axis in _suggestion_axes(base, cfg):
+        s = _suggest(curves[axis], _current(cfg, axis), base.occupancy_pct)
         if s is not None:
             suggestions.append(s)
-    return WhatIf(base, curves, tuple(suggestions))
+    return WhatIf(base, tuple(curves.values()), tuple(suggestions))
+
+
+def first_suggestion(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> Suggestion | None:
+    """``what_if(lim, cfg, smem_step).suggestions[0]`` (None when there is none), computing
+    only the curves up to the first axis that gives one.
+
+    Raises:
+        UsageError: *cfg* itself is impossible.
+    """
+    base = occupancy(lim, cfg)
+    axes = _axes(lim, cfg, smem_step)
+    for axis in _suggestion_axes(base, cfg):
+        s = _suggest(axes[axis](), _current(cfg, axis), base.occupancy_pct)
+        if s is not None:
+            return s
+    return None
