@@ -107,8 +107,8 @@ def gpu_work_time_ns(trace: Trace) -> int:
     g = trace.gpu
     if g.empty:
         return 0
-    work = g[g["kind"].isin(GPU_WORK_KINDS).to_numpy()]
-    return int((work["end_ns"] - work["start_ns"]).sum())
+    work = np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool)
+    return int((g["end_ns"].to_numpy()[work] - g["start_ns"].to_numpy()[work]).sum())
 
 
 ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
@@ -132,6 +132,22 @@ def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
     rows = ops[has_model[codes[ops]]]
     if not len(rows):
         return {}
+    coded = [_arg_codes(host, c, rows) for c in ARG_COLUMNS]
+    if all(c is not None for c in coded):
+        # one model call per distinct (op, arguments): the rows' codes as one key
+        digits = [codes[rows], *(c[0] for c in coded if c is not None)]
+        values = [names, *(c[1] for c in coded if c is not None)]
+        key = np.zeros(len(rows), dtype=np.int64)
+        for d in digits:
+            key = np.asarray(pd.factorize(key * (int(d.max(initial=0)) + 1) + d)[0], np.int64)
+        combo, first = np.unique(key, return_index=True)
+        cost = [
+            _model(tuple(v[int(d[f])] for v, d in zip(values, digits, strict=True)))
+            for f in first.tolist()
+        ]
+        at = np.searchsorted(combo, key)
+        has = np.array([c is not None for c in cost], dtype=bool)[at]
+        return dict(zip(rows[has].tolist(), [cost[i] for i in at[has].tolist()], strict=True))
     cols = [
         host[c].take(rows).to_numpy() if c in host else np.full(len(rows), None, object)
         for c in ARG_COLUMNS
@@ -141,11 +157,30 @@ def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
     op_names = [names[c] for c in codes[rows].tolist()]
     args = [v.tolist() if v.dtype == object else list(v) for v in cols]
     costs: dict[int, OpCost] = {}
-    for i, key in zip(rows.tolist(), zip(op_names, *args, strict=True), strict=True):
-        c = _model(key)
+    for i, key_ in zip(rows.tolist(), zip(op_names, *args, strict=True), strict=True):
+        c = _model(key_)
         if c is not None:
             costs[i] = c
     return costs
+
+
+def _arg_codes(
+    host: pd.DataFrame, column: str, rows: np.ndarray
+) -> tuple[np.ndarray, list[Any]] | None:
+    """``(codes, values)`` of *column* at *rows*, ``values[code]`` being what the column's
+    ``to_numpy()`` holds there (NaN for a missing string, None for an absent column or a
+    column of None); None for any other column (then the rows are keyed one by one)."""
+    if column not in host:
+        return np.zeros(len(rows), dtype=np.int64), [None]
+    col = host[column].take(rows)
+    if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is np.nan:
+        codes, uniques = pd.factorize(col)
+        codes = np.asarray(codes, np.int64)
+        return np.where(codes < 0, len(uniques), codes), [*uniques, np.nan]
+    values = col.to_numpy()
+    if values.dtype == object and all(v is None for v in values.tolist()):
+        return np.zeros(len(rows), dtype=np.int64), [None]
+    return None
 
 
 _SEEN: dict[tuple[Any, ...], OpCost | None] = {}

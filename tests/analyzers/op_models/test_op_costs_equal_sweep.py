@@ -4,10 +4,12 @@ the serving rows; per-owner columns as arrays) equal the sweep over every launch
 per-owner row loop they replaced, exactly (values and dtypes), on hand-built traces (external
 ids, a launch directly under a ProfilerStep, TF32 kernels, a copy from host memory) and on
 the shared traces with input shapes.  The serving rows' ops equal the innermost non-step op at
-each launching call."""
+each launching call; the op models keyed by codes (one call per distinct op and arguments)
+equal the call on each row's own arguments."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -15,16 +17,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzers.op_models import op_costs
+from analyzers.op_models import model_op, op_costs
 from analyzers.op_models.attribution import (
+    ARG_COLUMNS,
     GPU_TIME,
     OP_COST_COLUMNS,
     TF32_KERNEL,
     _text,
     gpu_work_time_ns,
+    modelled_costs,
     modelled_op_costs,
     outermost_modelled,
 )
+from analyzers.op_models.calls import cpu_op_rows
 from analyzers.serving.ops import innermost_ops, kernel_ops, launch_rows
 from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS, DeviceInfo, Trace, TraceMeta, make_trace
@@ -237,3 +242,63 @@ def test_shared_traces(parts: tuple[str, ...]) -> None:
 
     (t,) = load_traces([shared_path("kineto", *parts)])
     _check(t)
+
+
+def _row_by_row_costs(host: pd.DataFrame, ops: np.ndarray) -> dict:
+    """``model_op`` on each op row's recorded arguments (the replaced per-row loop)."""
+    names = host["name"].astype(object).to_numpy()
+    cols = [host[c].to_numpy() if c in host else None for c in ARG_COLUMNS]
+    out = {}
+    for i in ops.tolist():
+        c = model_op(names[i], *(None if v is None else v[i] for v in cols))
+        if c is not None:
+            out[i] = c
+    return out
+
+
+@pytest.mark.parametrize("parts", REAL, ids=[p[-1] for p in REAL])
+def test_modelled_costs_keyed_by_codes_equal_the_row_loop(parts: tuple[str, ...]) -> None:
+    from collectors.load import load_traces
+
+    (t,) = load_traces([shared_path("kineto", *parts)])
+    ops = cpu_op_rows(t.host)
+    got = modelled_costs(t.host, ops)
+    assert got == _row_by_row_costs(t.host, ops)
+    assert list(got) == sorted(got)
+
+
+def test_modelled_costs_of_list_arguments_are_keyed_row_by_row() -> None:
+    host = _hand().host.copy()
+    host["input_strides"] = pd.Series([[[1, 2]], None] * (len(host) // 2) + [None], dtype=object)
+    ops = cpu_op_rows(host)
+    got = modelled_costs(host, ops)
+    assert got and got == _row_by_row_costs(host, ops)
+
+
+def test_modelled_costs_of_calls_differing_in_one_argument_only() -> None:
+    conv_dims = json.dumps([[1, 3, 32, 32], [8, 3, 3, 3], [], [], [], [], []])
+    conv_types = json.dumps(
+        [*(["float"] * 2), "", "ScalarList", "ScalarList", "ScalarList", "Scalar"]
+    )
+    op, ops_rows = "cpu_op", []
+    for stride in (1, 2):  # the output size, so the FLOPs, from the Concrete Inputs
+        concrete = json.dumps(["", "", "", f"[{stride}, {stride}]", "[0, 0]", "[1, 1]", "1"])
+        ops_rows.append(
+            ("aten::conv2d", op, 10 * stride, 10 * stride + 5, conv_dims, conv_types, concrete)
+        )
+    for dtype in ("float", "c10::Half"):  # the bytes and the precision from the types
+        ops_rows.append(("aten::mm", op, 100, 105, MM, json.dumps([dtype, dtype]), None))
+    n = len(ops_rows)
+    host = pd.DataFrame(
+        {
+            "name": pd.Series([r[0] for r in ops_rows], dtype="category"),
+            "cat": pd.Series([r[1] for r in ops_rows], dtype="category"),
+            "input_dims": pd.Series([r[4] for r in ops_rows], dtype="str"),
+            "input_types": pd.Series([r[5] for r in ops_rows], dtype="str"),
+            "concrete_inputs": pd.Series([r[6] for r in ops_rows], dtype="str"),
+            "input_strides": pd.Series([None] * n, dtype=object),
+        }
+    )
+    got = modelled_costs(host, np.arange(n))
+    assert len(got) == 4 and got == _row_by_row_costs(host, np.arange(n))
+    assert got[0].flops != got[1].flops and got[2].precision != got[3].precision
