@@ -236,13 +236,17 @@ def op_roofline(
     if gpu_time_ns is None:
         gpu_time_ns = groups.attrs.get(GPU_TIME)
     points = []
+    total = gpu_time_ns if gpu_time_ns is not None else 0
+    tables: dict[str | None, Ceilings] = {}  # the peak table's ceilings per tensor precision
     row: Any
     for row in groups.itertuples(index=False):
         ceil = Ceilings()
         prec = row.precision
         if peaks is not None:
             tensor = prec if prec and prec.endswith("_tensor") else None
-            ceil = table_ceilings(peaks, tensor)
+            if tensor not in tables:
+                tables[tensor] = table_ceilings(peaks, tensor)
+            ceil = tables[tensor]
         flop_key = "tensor" if prec and prec.endswith("_tensor") else (prec or "fp32")
         missing = []
         if peaks is None:
@@ -254,7 +258,7 @@ def op_roofline(
             RooflinePoint(
                 key=_op_key(row),
                 name=row.op,
-                time_ns=float(row.kernel_time_ns) if row.kernel_time_ns > 0 else None,
+                time_ns=(t := float(row.kernel_time_ns) if row.kernel_time_ns > 0 else None),
                 time_source=OP_TIME_SOURCE,
                 flop=_frozen({flop_key: float(row.flops)}),
                 bytes=_frozen({"dram": float(row.bytes)}),
@@ -265,7 +269,8 @@ def op_roofline(
                 tensor_precision=prec if flop_key == "tensor" else None,
                 exact=bool(getattr(row, "exact", False)),
                 model_note=str(getattr(row, "note", "") or ""),
+                time_share=(t / total) if (t and total) else None,  # as rank_points sets it
             )
         )
-    ranked = rank_points(points, gpu_time_ns if gpu_time_ns is not None else 0)
+    ranked = rank_points(points, total)
     return OpRoofline(tuple(ranked), roofline_coverage(ranked, gpu_time_ns))

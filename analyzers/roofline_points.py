@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 
 from collectors.peak_table import GpuPeaks
@@ -78,7 +79,10 @@ def merge_ceilings(first: Ceilings, then: Ceilings | None) -> Ceilings:
 
 @dataclass(frozen=True)
 class RooflinePoint:
-    """One kernel launch (ncu) or one op/shape group (op models) on the roofline."""
+    """One kernel launch (ncu) or one op/shape group (op models) on the roofline.
+
+    Immutable (its mappings are read-only views), so the scalar figures derived from it are
+    computed once per point (``cached_property``)."""
 
     key: str
     """ncu launch id, or ``op name | input dims`` (``| concrete inputs`` when recorded) for op
@@ -107,11 +111,11 @@ class RooflinePoint:
     False: an estimate (``model_note`` says why).  None for measured (ncu) points."""
     model_note: str = ""
 
-    @property
+    @cached_property
     def flop_total(self) -> float | None:
         return sum(self.flop.values()) if self.flop else None
 
-    @property
+    @cached_property
     def dominant_precision(self) -> str | None:
         if not self.flop:
             return None
@@ -126,7 +130,7 @@ class RooflinePoint:
     def flops_per_s(self) -> dict[str, float]:
         return {k: v / (self.time_ns * 1e-9) for k, v in self.flop.items()} if self.time_ns else {}
 
-    @property
+    @cached_property
     def flops_per_s_total(self) -> float | None:
         return self._per_s(self.flop_total)
 
@@ -142,7 +146,7 @@ class RooflinePoint:
             return {}
         return {k: total / v for k, v in self.bytes.items() if v > 0}
 
-    @property
+    @cached_property
     def peak_flops(self) -> float | None:
         dom = self.dominant_precision
         return None if dom is None else self.ceilings.flops.get(dom)
@@ -156,7 +160,7 @@ class RooflinePoint:
         p, b = self.peak_flops, self.peak_bandwidth
         return None if p is None or not b else p / b
 
-    @property
+    @cached_property
     def attainable_flops_per_s(self) -> float | None:
         p, b = self.peak_flops, self.peak_bandwidth
         ai = self.intensity.get("dram")
@@ -178,7 +182,7 @@ class RooflinePoint:
             return None
         return "memory" if ai < ridge else "compute"
 
-    @property
+    @cached_property
     def pct_of_attainable(self) -> float | None:
         """Achieved ÷ attainable FLOP/s × 100; for a point without FLOP (a copy) the limit of
         the memory roof, i.e. the fraction of peak DRAM bandwidth."""
@@ -211,7 +215,7 @@ class RooflinePoint:
             "or the peak table is wrong"
         )
 
-    @property
+    @cached_property
     def headroom_ns(self) -> float | None:
         """Time running at the roof would save; None above the roof (a model error)."""
         pct = self.pct_of_attainable
@@ -278,9 +282,10 @@ def rank_points(
     headroom first, then longest time, then key (points without headroom, model errors
     included, last)."""
     total = total_ns if total_ns is not None else sum(p.time_ns for p in points if p.time_ns)
+    shares = [(p.time_ns / total) if (p.time_ns and total) else None for p in points]
     shared = [
-        replace(p, time_share=(p.time_ns / total) if (p.time_ns and total) else None)
-        for p in points
+        p if p.time_share == share else replace(p, time_share=share)
+        for p, share in zip(points, shares, strict=True)
     ]
     return sorted(
         shared,

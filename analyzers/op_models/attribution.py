@@ -342,6 +342,13 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
             out.attrs[GPU_TIME] = gpu_time
         return out
     keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
+    g = _groups_by_codes(costs, keys)
+    if g is not None:
+        out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")
+        out = out[cols].reset_index(drop=True)
+        if gpu_time is not None:
+            out.attrs[GPU_TIME] = gpu_time
+        return out
     # the first non-empty note of a group: "first" skips missing values, so "" becomes missing
     notes = costs["note"].astype(object)
     costs = costs.assign(_note=notes.where(notes != "", None))
@@ -366,4 +373,39 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
     ].reset_index(drop=True)
     if gpu_time is not None:
         out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+_SUMMED = ("flops", "bytes", "kernels", "kernel_time_ns")
+
+
+def _groups_by_codes(costs: pd.DataFrame, keys: list[str]) -> pd.DataFrame | None:
+    """:func:`op_groups`' aggregation (groups in order of first appearance, before sorting)
+    from the key columns' codes: the sums as int64, kind and keys from each group's first
+    call, the first non-empty note; None when a key or the kind is missing somewhere or a
+    summed column is not int64 (then ``groupby`` aggregates)."""
+    if any(costs[c].isna().any() for c in (*keys, "kind")) or any(
+        costs[c].dtype != np.int64 for c in _SUMMED
+    ):
+        return None
+    code = np.zeros(len(costs), dtype=np.int64)
+    for c in keys:
+        digit = np.asarray(pd.factorize(costs[c])[0], np.int64)
+        code = np.asarray(pd.factorize(code * (int(digit.max()) + 1) + digit)[0], np.int64)
+    n = int(code.max()) + 1
+    first = np.unique(code, return_index=True)[1]  # group i's first call (codes by appearance)
+    out = costs[[*keys, "kind"]].iloc[first].reset_index(drop=True)
+    out["exact"] = np.bincount(code, weights=~costs["exact"].to_numpy(bool), minlength=n) == 0
+    notes = costs["note"].astype(object).to_numpy()
+    noted = np.flatnonzero(pd.notna(notes) & (notes != ""))
+    with_note, at = np.unique(code[noted], return_index=True)
+    note = np.full(n, "", dtype=object)
+    note[with_note] = notes[noted[at]]
+    out["note"] = pd.Series(note, dtype=object).astype(costs["note"].dtype)
+    out["calls"] = np.bincount(code, minlength=n).astype(np.int64)
+    for c in _SUMMED:
+        total = np.zeros(n, dtype=np.int64)
+        np.add.at(total, code, costs[c].to_numpy())
+        out[c] = total
+    out["host_copy"] = np.bincount(code, weights=costs["host_copy"].to_numpy(bool), minlength=n) > 0
     return out

@@ -13,7 +13,6 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from analyzers.gpu_peaks import peaks_for_device
-from collectors.model import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
     from analyzers.inputs import AnalysisInputs
@@ -95,6 +94,7 @@ def roofline(
     None when the rank has no modelled op with GPU work and no ncu report was given.
     """
     from analyzers.op_models import op_costs, op_groups
+    from analyzers.op_models.attribution import GPU_TIME
     from analyzers.roofline import ncu_roofline, op_roofline
     from collectors.errors import InputError
 
@@ -107,8 +107,7 @@ def roofline(
     if not costs.empty:
         groups = op_groups(costs)
         points = op_roofline(groups, peaks)
-        gpu_time = trace.gpu[trace.gpu["kind"].isin(GPU_WORK_KINDS)]
-        total = int((gpu_time["end_ns"] - gpu_time["start_ns"]).sum())
+        total = int(costs.attrs[GPU_TIME])  # the GPU work time (op_costs: gpu_work_time_ns)
         modelled = int(costs["kernel_time_ns"].sum())
         out["ops"] = {
             "gpu_peaks": peaks.name if peaks else None,
