@@ -434,3 +434,44 @@ def exact_times(data: bytes, path: Path, *, array: bool = False) -> list[ExactEv
         return _EXACT_DECODER.decode(data).traceEvents or []
     except msgspec.DecodeError as e:
         raise InputError(f"event times do not decode ({e})", path=path) from None
+
+
+def comm_scan(args: list[Any]) -> tuple[list[int], int]:
+    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
+    many such keys they have in all."""
+    some = [
+        i
+        for i, a in enumerate(args)
+        if a.collective_name
+        or a.comms_id
+        or a.in_msg_nelems
+        or a.pg_id
+        or a.pg_name
+        or a.pg_description
+        or a.pg_ranks
+    ]
+    found = 0
+    for i in some:
+        a = args[i]
+        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
+        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
+    return some, found
+
+
+def has_comm_marker(a: Any) -> bool:
+    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
+    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
+
+
+def _check_comm_fields() -> None:
+    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
+    access by name is several times faster) are those of the keys they stand for."""
+    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
+    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
+    scan += ("pg_description", "pg_ranks")
+    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
+    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
+        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
+
+
+_check_comm_fields()

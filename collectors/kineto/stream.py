@@ -21,10 +21,8 @@ of the whole-text reader: only the ``args`` of the events that become rows must 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from queue import SimpleQueue
 from typing import Any
 
 import msgspec
@@ -33,7 +31,6 @@ from collectors.errors import InputError
 from collectors.kineto.decode import (
     COMM_FIELDS,
     COMM_KEYS,
-    COMM_MARKER_KEYS,
     COMM_SCAN,
     EVENTS,
     EVENTS_COMM,
@@ -52,19 +49,21 @@ from collectors.kineto.decode import (
     MetaArgs,
     MEvent,
     XArgs,
-    XArgsComm,
     XEvent,
     XEventComm,
     comm_args,
+    comm_scan,
     decode,
     decode_args,
     decode_args_joined,
     exact_times,
+    has_comm_marker,
     merge_top,
 )
 from collectors.kineto.native import NativeChunk
 from collectors.kineto.native import enabled as native_enabled
 from collectors.kineto.native import scan as native_scan
+from collectors.kineto.scan_thread import AheadScanner, gunzip_ahead
 from collectors.kineto.source import Fallback, read_bytes, text_pieces
 
 CHUNK_BYTES = 2 << 20
@@ -94,47 +93,6 @@ _DECODERS = {
 """Typed decoder by (tail?, text names a collective key?)."""
 META_NAMES = ("process_name", "thread_name", "process_labels")
 """The ``M`` events the model keeps."""
-
-
-def comm_scan(args: list[Any]) -> tuple[list[int], int]:
-    """Positions of the :class:`XArgsComm` that have a key :data:`COMM_SCAN` counts, and how
-    many such keys they have in all."""
-    some = [
-        i
-        for i, a in enumerate(args)
-        if a.collective_name
-        or a.comms_id
-        or a.in_msg_nelems
-        or a.pg_id
-        or a.pg_name
-        or a.pg_description
-        or a.pg_ranks
-    ]
-    found = 0
-    for i in some:
-        a = args[i]
-        keys = (a.collective_name, a.comms_id, a.in_msg_nelems, a.pg_id, a.pg_name)
-        found += sum(map(bool, (*keys, a.pg_description, a.pg_ranks)))
-    return some, found
-
-
-def has_comm_marker(a: Any) -> bool:
-    """Whether an :class:`XArgsComm` has a :data:`COMM_MARKER_KEYS` key."""
-    return bool(a.collective_name or a.comms_id or a.in_msg_nelems or a.pg_id or a.pg_name)
-
-
-def _check_comm_fields() -> None:
-    """The fields :func:`comm_scan` and :func:`has_comm_marker` name (spelled out: attribute
-    access by name is several times faster) are those of the keys they stand for."""
-    key = dict(zip(XArgsComm.__struct_fields__, XArgsComm.__struct_encode_fields__, strict=True))
-    scan: tuple[str, ...] = ("collective_name", "comms_id", "in_msg_nelems", "pg_id", "pg_name")
-    scan += ("pg_description", "pg_ranks")
-    scanned = {k for k in COMM_KEYS if any(f'"{k}"'.encode().startswith(n) for n in COMM_SCAN)}
-    if {key[f] for f in scan} != scanned or {key[f] for f in scan[:5]} != set(COMM_MARKER_KEYS):
-        raise RuntimeError("comm_scan/has_comm_marker out of step with COMM_SCAN/COMM_MARKER_KEYS")
-
-
-_check_comm_fields()
 
 
 class _BadCut(Fallback):
@@ -292,8 +250,9 @@ def stream_chunks(
     the same file can check that they cut it alike (a reader that decodes a chunk takes the
     first cut that decodes, as the serial reader does).
     With *lookahead* (and no *owned*), each chunk is scanned natively in a worker thread
-    (:class:`_AheadScanner`) while the caller handles the chunk before it and this generator
-    gunzips the text after it: the same chunks, cut at the same places.
+    (:class:`~collectors.kineto.scan_thread.AheadScanner`) while the caller handles the chunk
+    before it and this generator gunzips the text after it: the same chunks, cut at the same
+    places.
 
     Raises:
         Fallback: the text needs the whole-text reader (including every malformed file).
@@ -320,7 +279,7 @@ def stream_chunks(
     searched = 0  # text before this offset holds no cut
     wanted = CHUNK_BYTES
     del head
-    scanner = _AheadScanner() if lookahead and owned is None and native_enabled() else None
+    scanner = AheadScanner() if lookahead and owned is None and native_enabled() else None
     held: list[Chunk | NativeChunk] = []  # read, yielded while the next one is scanned
     try:
         for piece in pieces:
@@ -339,7 +298,7 @@ def stream_chunks(
                 scanner.submit(text, cuts[0].start() + 1)
                 if held:  # the caller takes the chunk before while this one is scanned
                     yield held.pop()
-                    ahead = _gunzip_ahead(pieces)
+                    ahead = gunzip_ahead(pieces, CHUNK_BYTES)
                 chunk = scanner.result()
                 if chunk is not None:
                     cut = cuts[0]
@@ -384,53 +343,6 @@ def stream_chunks(
     finally:
         if scanner is not None:
             scanner.close()
-
-
-class _AheadScanner:
-    """One worker thread that scans chunks natively, one at a time (:func:`native_scan`
-    releases the GIL for the parse, so it runs beside the caller's Python work)."""
-
-    def __init__(self) -> None:
-        self._jobs: SimpleQueue[tuple[bytes, int, bool] | None] = SimpleQueue()
-        self._done: SimpleQueue[tuple[NativeChunk | None, BaseException | None]] = SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="gpuscope-scan", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            text, stop, tail = job
-            try:
-                self._done.put((native_scan(text, 0, stop, tail=tail), None))
-            except BaseException as e:  # raised by result(), in the caller's thread
-                self._done.put((None, e))
-
-    def submit(self, text: bytes, stop: int, *, tail: bool = False) -> None:
-        """Scan ``text[:stop]`` (the chunk's events; *tail*: up to the array's ``]``)."""
-        self._jobs.put((text, stop, tail))
-
-    def result(self) -> NativeChunk | None:
-        """The chunk of the last :meth:`submit` (None: declined), once scanned."""
-        chunk, error = self._done.get()
-        if error is not None:
-            raise error
-        return chunk
-
-    def close(self) -> None:
-        self._jobs.put(None)
-        self._thread.join()
-
-
-def _gunzip_ahead(pieces: Iterator[bytes]) -> list[bytes]:
-    """The next pieces of text, about one chunk's worth (fewer at the end of the text)."""
-    out: list[bytes] = []
-    got = 0
-    while got < CHUNK_BYTES:
-        piece = next(pieces, None)
-        if piece is None:
-            break
-        out.append(piece)
-        got += len(piece)
-    return out
 
 
 def _with_top(native: NativeChunk | None, rest: bytes) -> NativeChunk | None:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors.errors import InputError
-from collectors.kineto import native, read_kineto
+from collectors.kineto import native, read_kineto, scan_thread
 from collectors.kineto import stream as kineto_stream
 from collectors.kineto.rows import read_rows
 from collectors.kineto.tables import build_trace
@@ -82,7 +82,8 @@ class _Count:
                 self.accepted += 1
             return out
 
-        monkeypatch.setattr(kineto_stream, "native_scan", counted)
+        for module in (kineto_stream, scan_thread):  # a serial read scans in its thread
+            monkeypatch.setattr(module, "native_scan", counted)
 
 
 @pytest.mark.parametrize("chunk_kib", [64, 2048])
