@@ -39,6 +39,7 @@ from analyzers import intervals as iv
 from analyzers.idle import (
     CPU_ACTIVITIES,
     STEP_MARKER,
+    activity_masks,
     activity_sets,
     attribute_by_window,
     attribute_idle,
@@ -52,7 +53,7 @@ from analyzers.idle import (
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
-from analyzers.window import value_mask, window_rows
+from analyzers.window import window_rows
 from collectors.arrays import sorted_unique
 from collectors.linking import group_codes
 from collectors.model import LAUNCH_CATS, Trace, names_matching
@@ -163,8 +164,7 @@ def top_level_rows(trace: Trace, threads: np.ndarray | None) -> np.ndarray:
     cache = host_cache(trace)
     if key not in cache:
         host = trace.host
-        cand = ~value_mask(host["cat"], (*LAUNCH_CATS, "python_function"))
-        cand &= ~names_matching(host["name"], STEP_MARKER.search) & thread_rows(trace, threads)
+        cand = activity_masks(trace)["op_candidate"] & thread_rows(trace, threads)
         r = np.flatnonzero(cand)
         s = host["start_ns"].to_numpy()[r]
         e = host["end_ns"].to_numpy()[r]

@@ -38,9 +38,16 @@ from analyzers import intervals as iv
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import typed_intervals
-from analyzers.window import gpu_launch_rows, value_mask, window_rows
+from analyzers.window import (
+    gpu_host_link,
+    gpu_launch_rows,
+    host_by_correlation,
+    value_bits,
+    value_mask,
+    window_rows,
+)
 from collectors.arrays import dense_codes, sorted_unique
-from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace, names_matching
+from collectors.model import GPU_WORK_KINDS, LAUNCH_CATS, Trace
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
@@ -181,27 +188,14 @@ def host_threads(trace: Trace) -> np.ndarray:
     h = trace.host
     if not len(h):
         return np.zeros(0, dtype=np.int64)
-    cp, _ = pd.factorize(h["pid"].to_numpy())
-    ct, ut = pd.factorize(h["tid"].to_numpy())
+    pid, tid = h["pid"].to_numpy(), h["tid"].to_numpy()
+    p0, t0 = int(pid.min()), int(tid.min())
+    span = int(tid.max()) - t0 + 1
+    if (int(pid.max()) - p0 + 1) * span < 2**62:  # one key per (pid, tid) fits in int64
+        return pd.factorize((pid - p0) * span + (tid - t0))[0].astype(np.int64)
+    cp, _ = pd.factorize(pid)
+    ct, ut = pd.factorize(tid)
     return dense_codes(cp.astype(np.int64) * max(len(ut), 1) + ct)
-
-
-@TraceMemo
-def host_by_correlation(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Host rows with a correlation id ≥ 0: the ids sorted, and the rows in that order."""
-    c = trace.host["correlation"].to_numpy()
-    rows = np.flatnonzero(c >= 0)
-    order = np.argsort(c[rows], kind="stable")
-    return c[rows][order], rows[order]
-
-
-@TraceMemo
-def gpu_host_link(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Per ``trace.gpu`` row, the range ``[lo, hi)`` of :func:`host_by_correlation` holding the
-    host rows with its correlation id (empty for none)."""
-    ids, _ = host_by_correlation(trace)
-    q = trace.gpu["correlation"].to_numpy()
-    return np.searchsorted(ids, q, side="left"), np.searchsorted(ids, q, side="right")
 
 
 def launching_threads(trace: Trace, rows: np.ndarray) -> np.ndarray | None:
@@ -240,19 +234,28 @@ def host_cache(trace: Trace) -> dict[object, Any]:
 @TraceMemo
 def activity_masks(trace: Trace) -> dict[str, np.ndarray]:
     """The host rows of each :data:`CPU_ACTIVITIES` entry but ``unattributed`` (before the
-    priority is applied; ``python`` without the step windows), and ``step`` (the markers)."""
+    priority is applied; ``python`` without the step windows), ``step`` (the markers) and
+    ``op_candidate`` (neither an API call, a ``python_function`` event nor a step marker: what
+    :func:`analyzers.host_bound.top_level_ops` looks at)."""
     host = trace.host
-    api = value_mask(host["cat"], LAUNCH_CATS)
-    step = names_matching(host["name"], STEP_MARKER.search)
-    is_py = value_mask(host["cat"], ("python_function", "user_annotation")) & ~step
+    # each distinct name and category looked at once: a bit per pattern, one gather per column
+    patterns = (STEP_MARKER, _DATA_LOADING, _OPTIMIZER, _SYNC)
+    name = value_bits(host["name"], [p.search for p in patterns])
+    python = ("python_function", "user_annotation")
+    tests = [LAUNCH_CATS.__contains__, python.__contains__, "python_function".__eq__]
+    cat = value_bits(host["cat"], tests)
+    api = (cat & 1) != 0
+    step = (name & 1) != 0
+    is_py = ((cat & 2) != 0) & ~step
     return {
-        "data_loading": names_matching(host["name"], _DATA_LOADING.search) & ~api,
-        "optimizer": names_matching(host["name"], _OPTIMIZER.search) & ~api,
-        "sync": api & names_matching(host["name"], _SYNC.search),
+        "data_loading": ((name & 2) != 0) & ~api,
+        "optimizer": ((name & 4) != 0) & ~api,
+        "sync": api & ((name & 8) != 0),
         "cuda_api": api,
         "cpu_op": ~api & ~is_py & ~step,
         "python": is_py,
         "step": step,
+        "op_candidate": ~api & ((cat & 4) == 0) & ~step,
     }
 
 

@@ -39,12 +39,10 @@ from analyzers import intervals as iv
 from analyzers.options import AnalysisOptions
 from analyzers.stats import median, round_ns
 from analyzers.steps import step_breakdown, step_events
-from analyzers.window import memoized
-from collectors.model import LAUNCH_CATS
+from analyzers.window import host_launch_mask, memoized
+from collectors.arrays import sorted_unique
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from collectors.model import Trace
 
 EDGE_GAP_SHARE = 0.5
@@ -102,14 +100,25 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.3f} ms"
 
 
-def _graph_launches(trace: Trace) -> pd.DataFrame:
+def _graph_launches(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(start_ns, correlation) of the graph launches: device-API calls named ``*GraphLaunch``
+    with a correlation id."""
     from analyzers.serving.ops import GRAPH_LAUNCH_RE
     from collectors.model import names_matching
 
     h = trace.host
-    is_api = np.asarray(h["cat"].isin(LAUNCH_CATS), dtype=bool)
-    rows = is_api & names_matching(h["name"], GRAPH_LAUNCH_RE.search) & (h["correlation"] >= 0)
-    return h.loc[rows, ["start_ns", "correlation"]]
+    corr = h["correlation"].to_numpy()
+    rows = host_launch_mask(trace) & names_matching(h["name"], GRAPH_LAUNCH_RE.search) & (corr >= 0)
+    return h["start_ns"].to_numpy()[rows], corr[rows]
+
+
+def _recorded(ids: np.ndarray, trace: Trace) -> np.ndarray:
+    """Which correlation ids of *ids* some ``trace.gpu`` row has."""
+    if not ids.size:
+        return np.zeros(0, dtype=bool)
+    have = sorted_unique(trace.gpu["correlation"].to_numpy())
+    at = np.minimum(np.searchsorted(have, ids), max(have.size - 1, 0))
+    return have[at] == ids if have.size else np.zeros(ids.size, dtype=bool)
 
 
 def unrecorded_idle(busy: iv.Intervals, launches_ns: np.ndarray) -> int:
@@ -177,9 +186,9 @@ def _integrity(trace: Trace, options: AnalysisOptions) -> Integrity:
     capture = is_capture_trace(trace)
     regions = len(capture_regions(trace)) if capture else 0
     se = step_events(trace, options)
-    gl = _graph_launches(trace)
-    missing = ~np.isin(gl["correlation"].to_numpy(), trace.gpu["correlation"].to_numpy())
-    unrec_t = np.sort(gl["start_ns"].to_numpy(dtype=np.int64)[missing])
+    gl_start, gl_corr = _graph_launches(trace)
+    missing = ~_recorded(gl_corr, trace)
+    unrec_t = np.sort(gl_start.astype(np.int64)[missing])
     unrec_idle = unrecorded_idle(se.busy, unrec_t)
     pre = se.prelaunched
     pre_ns = iv.total(iv.merge(pre["start_ns"].to_numpy(), pre["end_ns"].to_numpy()))
@@ -194,7 +203,7 @@ def _integrity(trace: Trace, options: AnalysisOptions) -> Integrity:
         )
     if missing.any():
         notes.append(
-            f"{int(missing.sum())} of {len(gl)} graph launch(es) have no recorded GPU work "
+            f"{int(missing.sum())} of {gl_corr.size} graph launch(es) have no recorded GPU work "
             f"(the profiler did not record the graph's kernels, TraceLens issue #728): "
             f"{_ms(unrec_idle)} of GPU idle time follows them"
         )
@@ -222,7 +231,7 @@ def _integrity(trace: Trace, options: AnalysisOptions) -> Integrity:
     return Integrity(
         capture=capture,
         capture_regions=regions,
-        graph_launches=len(gl),
+        graph_launches=int(gl_corr.size),
         graph_launches_unrecorded=int(missing.sum()),
         unrecorded_idle_ns=unrec_idle,
         prelaunched_events=len(pre),

@@ -47,9 +47,16 @@ from analyzers import intervals as iv
 from analyzers.distributions import STAT_KEYS as STAT_KEYS
 from analyzers.distributions import distribution as distribution
 from analyzers.distributions import grouped
-from analyzers.idle import gpu_host_link, host_by_correlation, trace_notes
+from analyzers.idle import trace_notes
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_launch_rows, value_mask, window, window_rows
+from analyzers.window import (
+    gpu_host_link,
+    gpu_launch_rows,
+    host_by_correlation,
+    value_mask,
+    window,
+    window_rows,
+)
 from collectors.kinds import strip_api_version
 from collectors.model import GPU_WORK_KINDS, Trace, names_matching, str_array
 
@@ -156,7 +163,7 @@ def _pairs(
 ) -> Pairs:
     """The inner join on correlation of the ``trace.gpu`` rows *gpu_rows* (ascending) and the
     ``trace.host`` rows where *host_ok*, in the join's row order (:class:`Pairs`): through
-    the memoised correlation index of :func:`analyzers.idle.gpu_host_link`."""
+    the memoised correlation index of :func:`analyzers.window.gpu_host_link`."""
     h, g = trace.host, trace.gpu
     lo, hi = gpu_host_link(trace)
     lo, n = lo[gpu_rows], hi[gpu_rows] - lo[gpu_rows]

@@ -70,7 +70,15 @@ from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION, COMPUTATION, KERNEL_TYPES
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_launch_rows, gpu_type_codes, memoized, value_mask, window
+from analyzers.window import (
+    gpu_launch_rows,
+    gpu_type_codes,
+    host_by_correlation,
+    host_launch_mask,
+    memoized,
+    value_mask,
+    window,
+)
 from collectors.linking import launch_mask, launching_calls
 from collectors.model import GPU_WORK_KINDS
 
@@ -217,9 +225,9 @@ _COMMUNICATION = KERNEL_TYPES.index(COMMUNICATION)
 @TraceMemo
 def first_launch_correlation(trace: Trace) -> int | None:
     """The smallest correlation id of a launch call on the host (None without one)."""
-    h = trace.host
-    lm = launch_mask(h)
-    return int(h["correlation"].to_numpy()[lm].min()) if lm.any() else None
+    ids, rows = host_by_correlation(trace)
+    at = np.flatnonzero(host_launch_mask(trace)[rows])
+    return int(ids[at[0]]) if at.size else None
 
 
 def step_events(trace: Trace, options: AnalysisOptions | None = None) -> StepEvents:

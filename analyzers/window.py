@@ -46,7 +46,7 @@ from analyzers.classify import KERNEL_TYPES, MEMORY, MEMORY_KINDS, classify_name
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from collectors.arrays import sorted_unique
-from collectors.linking import launching_calls
+from collectors.model import LAUNCH_CATS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,6 +134,17 @@ def value_mask(col: pd.Series, values: Sequence[object]) -> np.ndarray:
     return np.append(hits, False)[col.cat.codes.to_numpy()]
 
 
+def value_bits(col: pd.Series, tests: Sequence[Callable[[str], object]]) -> np.ndarray:
+    """Per row, bit k set when ``tests[k]`` holds for the row's value as ``str`` (each
+    distinct value tested once, as :func:`collectors.model.names_matching` does; a missing
+    value has no bit), int8: at most 7 tests."""
+    import pandas as pd
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    per = [sum(1 << k for k, t in enumerate(tests) if t(str(c))) for c in cat.cat.categories]
+    return np.array([*per, 0], dtype=np.int8)[cat.cat.codes.to_numpy()]
+
+
 def _names_in(col: pd.Series, mask: np.ndarray) -> set[str]:
     import pandas as pd
 
@@ -148,10 +159,10 @@ def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
     host = trace.host
     g_start = gpu["start_ns"].to_numpy()
     h_start = host["start_ns"].to_numpy()
-    all_starts = np.concatenate([g_start, h_start])
-    all_ends = np.concatenate([gpu["end_ns"].to_numpy(), host["end_ns"].to_numpy()])
-    first = int(all_starts.min()) if all_starts.size else None
-    last = int(all_ends.max()) if all_ends.size else None
+    starts = [int(x.min()) for x in (g_start, h_start) if x.size]
+    ends = [int(x["end_ns"].to_numpy().max()) for x in (gpu, host) if len(x)]
+    first = min(starts) if starts else None
+    last = max(ends) if ends else None
     steps = trace.steps()
 
     def unfiltered(reason: str) -> _Selection:
@@ -174,20 +185,17 @@ def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
 
     g_stream = gpu["stream"].to_numpy()
     g_corr = gpu["correlation"].to_numpy()
-    g_kernel = ((g_stream >= 0) & (g_corr >= 0)) | np.asarray(
-        gpu["name"].isin(DEVICE_SYNC_NAMES), dtype=bool
-    )
+    g_kernel = ((g_stream >= 0) & (g_corr >= 0)) | value_mask(gpu["name"], DEVICE_SYNC_NAMES)
     g_cpu = ~g_kernel
     if not len(host) and not g_cpu.any():
         return unfiltered("all events (no host events to take the steps from)")
 
-    cpu_starts = np.concatenate([h_start, g_start[g_cpu]])
     step_starts = np.concatenate([h_start[h_step], g_start[g_cpu & g_step]])
-    cutoff = int(step_starts.max()) if step_starts.size else int(cpu_starts.min())
-    kept_corr = np.concatenate(
-        [host["correlation"].to_numpy()[h_start < cutoff], g_corr[g_cpu & (g_start < cutoff)]]
-    )
-    keep = (g_kernel & np.isin(g_corr, kept_corr)) | (g_cpu & (g_start < cutoff))
+    if step_starts.size:
+        cutoff = int(step_starts.max())
+    else:
+        cutoff = int(np.concatenate([h_start, g_start[g_cpu]]).min())
+    keep = (g_kernel & _launched_before(trace, cutoff, g_cpu)) | (g_cpu & (g_start < cutoff))
     in_window = steps["start_ns"].to_numpy() < cutoff
     w = Window(
         True,
@@ -197,6 +205,44 @@ def _select(trace: Trace, options: AnalysisOptions) -> _Selection:
         "complete ProfilerSteps (work launched before the last step starts)",
     )
     return _Selection(w, keep)
+
+
+def _launched_before(trace: Trace, cutoff: int, g_cpu: np.ndarray) -> np.ndarray:
+    """Per ``trace.gpu`` row: its correlation id is that of a host row starting before
+    *cutoff*, or of a row of *g_cpu* (``trace.gpu`` rows counted as CPU events) starting before
+    it (``np.isin`` of the ids against those rows' ids)."""
+    g_corr = trace.gpu["correlation"].to_numpy()
+    lo, hi = gpu_host_link(trace)
+    out = (hi > lo) & (host_earliest_start(trace)[lo] < cutoff)  # ids ≥ 0 on the host
+    h_corr = trace.host["correlation"].to_numpy()
+    neg = g_corr < 0
+    if neg.any():  # a negative id (-1: none) matches host rows with that id
+        ids = sorted_unique(g_corr[neg])
+        early = sorted_unique(h_corr[(h_corr < 0) & (trace.host["start_ns"].to_numpy() < cutoff)])
+        out[neg] = _member(g_corr[neg], np.intersect1d(ids, early, assume_unique=True))
+    g_start = trace.gpu["start_ns"].to_numpy()
+    pool = sorted_unique(g_corr[g_cpu & (g_start < cutoff)])
+    return out | _member(g_corr, pool)
+
+
+def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)`` for a sorted array of distinct values *pool*."""
+    if not pool.size:
+        return np.zeros(values.size, dtype=bool)
+    return pool[np.minimum(np.searchsorted(pool, values), pool.size - 1)] == values
+
+
+@TraceMemo
+def host_earliest_start(trace: Trace) -> np.ndarray:
+    """Per position of :func:`host_by_correlation`, the earliest start of the host rows with
+    that position's correlation id, and one more entry (past the end) of int64 max."""
+    ids, rows = host_by_correlation(trace)
+    out = np.full(ids.size + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    if ids.size:
+        first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        earliest = np.minimum.reduceat(trace.host["start_ns"].to_numpy()[rows], first)
+        out[:-1] = np.repeat(earliest, np.diff(np.r_[first, ids.size]))
+    return out
 
 
 def _selection(trace: Trace, options: AnalysisOptions) -> _Selection:
@@ -237,11 +283,54 @@ def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
 
 
 @TraceMemo
+def host_by_correlation(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Host rows with a correlation id ≥ 0: the ids sorted, and the rows in that order (table
+    order within an id); once per Trace (do not modify)."""
+    c = trace.host["correlation"].to_numpy()
+    rows = np.flatnonzero(c >= 0)
+    order = np.argsort(c[rows], kind="stable")
+    return c[rows][order], rows[order]
+
+
+@TraceMemo
+def gpu_host_link(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``trace.gpu`` row, the range ``[lo, hi)`` of :func:`host_by_correlation` holding the
+    host rows with its correlation id (empty for none); once per Trace (do not modify)."""
+    ids, _ = host_by_correlation(trace)
+    q = trace.gpu["correlation"].to_numpy()
+    return np.searchsorted(ids, q, side="left"), np.searchsorted(ids, q, side="right")
+
+
+@TraceMemo
+def host_launch_mask(trace: Trace) -> np.ndarray:
+    """The host rows of a device-API category (:data:`collectors.model.LAUNCH_CATS`)."""
+    return value_mask(trace.host["cat"], LAUNCH_CATS)
+
+
+@TraceMemo
 def gpu_launch_rows(trace: Trace) -> np.ndarray:
-    """:func:`collectors.linking.launching_calls` of every ``trace.gpu`` row: the position in
-    ``trace.host`` of the call that launched it, or -1; computed once per Trace (do not
-    modify)."""
-    return launching_calls(trace.host, trace.gpu["correlation"].to_numpy())
+    """:func:`collectors.linking.launching_calls` of every ``trace.gpu`` row (the position in
+    ``trace.host`` of the call that launched it, or -1: among the device-API calls with its
+    correlation id, the earliest, then the first in table order), from
+    :func:`gpu_host_link`; once per Trace (do not modify)."""
+    lo, hi = gpu_host_link(trace)
+    rows = host_by_correlation(trace)[1]
+    is_launch = host_launch_mask(trace)
+    out = np.full(lo.size, -1, dtype=np.int64)
+    one = np.flatnonzero(hi - lo == 1)
+    r = rows[lo[one]]
+    out[one] = np.where(is_launch[r], r, -1)
+    many = np.flatnonzero(hi - lo > 1)
+    if many.size:  # several host rows share the id (never seen in real traces)
+        n = (hi - lo)[many]
+        owner = np.repeat(many, n)
+        cand = rows[np.repeat(lo[many], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))]
+        owner, cand = owner[is_launch[cand]], cand[is_launch[cand]]
+        o = np.lexsort((cand, trace.host["start_ns"].to_numpy()[cand], owner))
+        owner, cand = owner[o], cand[o]
+        first = np.r_[True, owner[1:] != owner[:-1]] if owner.size else owner.astype(bool)
+        out[owner[first]] = cand[first]
+    return out
 
 
 def gpu_type_codes(trace: Trace, options: AnalysisOptions | None = None) -> np.ndarray:

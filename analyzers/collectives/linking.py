@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analyzers.idle import host_by_correlation
+from analyzers.window import host_by_correlation
 from collectors.linking import innermost_range
 from collectors.nccl_formulas import canonical_collective
 

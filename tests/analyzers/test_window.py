@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from analyzers.options import AnalysisOptions
 from analyzers.window import gpu_events, window
 from collectors.model import Trace, TraceMeta, make_trace
@@ -198,3 +202,44 @@ def test_window_events_are_selected_once_and_each_caller_gets_its_own_copy() -> 
     assert again.index.tolist() == t.gpu.index[t.gpu["name"].isin(again["name"])].tolist()
     every = gpu_events(t, AnalysisOptions(all_events=True))  # other options: another selection
     assert len(every) == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(-2, 6)), max_size=25),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["k", "ProfilerStep#9", "Event Sync"]),
+            st.integers(0, 60),
+            st.integers(-1, 8),
+            st.integers(-2, 6),
+        ),
+        max_size=25,
+    ),
+)
+def test_kept_rows_are_those_of_the_isin_rule(
+    host: list[tuple[int, int]], gpu: list[tuple[str, int, int, int]]
+) -> None:
+    """The window's rows (ids looked up in the memoised correlation index) are the rule's
+    ``np.isin`` of the kernels' ids against those of the CPU events before the cutoff, on
+    random ids (negative ones too), GPU rows that count as CPU events and ties."""
+    rows = [("ProfilerStep#1", 0, 30, -1), ("ProfilerStep#2", 30, 60, -1)]
+    rows += [(f"call{i}", t, t + 1, c) for i, (t, c) in enumerate(host)]
+    trace = build(rows, [(n, t, t + 2, s, c) for n, t, s, c in gpu])
+    g, h = trace.gpu, trace.host
+    g_kernel = ((g["stream"] >= 0) & (g["correlation"] >= 0)) | g["name"].isin(
+        ["Event Sync", "Context Sync"]
+    )
+    g_cpu = ~g_kernel
+    step_starts = [s for n, s, _, _ in rows if n.startswith("ProfilerStep")]
+    step_starts += g.loc[g_cpu & g["name"].str.startswith("ProfilerStep"), "start_ns"].tolist()
+    cutoff = max(step_starts)
+    kept = np.concatenate(
+        [
+            h.loc[h["start_ns"] < cutoff, "correlation"].to_numpy(),
+            g.loc[g_cpu & (g["start_ns"] < cutoff), "correlation"].to_numpy(),
+        ]
+    )
+    want = (g_kernel & np.isin(g["correlation"], kept)) | (g_cpu & (g["start_ns"] < cutoff))
+    want &= g["stream"] != -1
+    assert gpu_events(trace).index.tolist() == np.flatnonzero(want.to_numpy()).tolist()
