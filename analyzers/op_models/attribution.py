@@ -274,27 +274,39 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     to_host = (names_matching(gpu["copy_kind"], lambda k: "H" in k) & memcpy)[rows]
     tf32_owner = np.bincount(inv, weights=tf32, minlength=len(owners)) > 0
     host_owner = np.bincount(inv, weights=to_host, minlength=len(owners)) > 0
-    at_rows = owners.tolist()
-    cost = [costs[i] for i in at_rows]
-    precision = [
-        "tf32_tensor" if c.precision == "fp32" and c.kind in _MATMUL and t else c.precision
-        for c, t in zip(cost, tf32_owner.tolist(), strict=True)
-    ]
+    # the owners' costs: one OpCost object per distinct model key, so its fields are read
+    # once per distinct object and taken for every owner
+    cost = [costs[i] for i in owners.tolist()]
+    which = np.asarray(pd.factorize(np.fromiter(map(id, cost), np.int64, len(cost)))[0])
+    first = np.unique(which, return_index=True)[1]
+    distinct = [cost[i] for i in first.tolist()]
+    tf32 = (
+        tf32_owner
+        & np.array([c.precision == "fp32" and c.kind in _MATMUL for c in distinct], dtype=bool)[
+            which
+        ]
+    )
+    precision = np.array([c.precision for c in distinct], dtype=object)[which]
+    precision[tf32] = "tf32_tensor"
+
+    def field(name: str) -> Any:
+        values = np.array([getattr(c, name) for c in distinct], dtype=object)
+        return _inferred(values[which].tolist())
+
     out = pd.DataFrame(
         {
-            "host_row": at_rows,
-            "op": host["name"].take(owners).tolist(),
-            **{c: _texts(host, c, owners) for c in ("input_dims", "input_types")},
-            "concrete_inputs": _texts(host, "concrete_inputs", owners),
-            "kind": [c.kind for c in cost],
-            "precision": precision,
-            "exact": [c.exact for c in cost],
-            "note": [c.note for c in cost],
-            "flops": [c.flops for c in cost],
-            "bytes": [c.bytes for c in cost],
-            "kernels": kernels.tolist(),
-            "kernel_time_ns": kernel_time.tolist(),
-            "host_copy": host_owner.tolist(),
+            "host_row": owners.astype(np.int64),
+            "op": _names_at(host["name"], owners),
+            **{c: _texts_at(host, c, owners) for c in _SHAPE_COLUMNS[1:4]},
+            "kind": field("kind"),
+            "precision": _inferred(precision.tolist()),
+            "exact": field("exact"),
+            "note": field("note"),
+            "flops": field("flops"),
+            "bytes": field("bytes"),
+            "kernels": kernels,
+            "kernel_time_ns": kernel_time,
+            "host_copy": host_owner,
         },
         columns=cols,
     )
@@ -302,8 +314,50 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     return out
 
 
+def _inferred(values: list[Any]) -> Any:
+    """The column ``pd.DataFrame`` infers from the list *values*, built without a Python
+    object per row where it can: all strings → pandas' string column, from one pyarrow string
+    per distinct value; all ints within int64 or all bools → their numpy array; anything else
+    → the list itself."""
+    if not values:
+        return values
+    kind = type(values[0])
+    if kind is str:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+        if (codes >= 0).all() and all(type(u) is str for u in uniques):
+            return pd.Series(pd.Categorical.from_codes(codes, pd.Index(uniques))).astype("str")
+    elif (kind is int or kind is bool) and all(type(v) is kind for v in values):
+        arr = np.asarray(values)
+        if arr.dtype == (np.int64 if kind is int else np.bool_):
+            return arr
+    return values
+
+
 _MATMUL = ("gemm", "conv", "attention")
 """Op kinds whose fp32 calls run at the TF32 peak when their kernels are TF32 kernels."""
+
+
+def _names_at(col: pd.Series, rows: np.ndarray) -> Any:
+    """The column pandas infers from ``col.take(rows).tolist()``: for a categorical of
+    strings, taken as pandas' string column without a Python object per row."""
+    if isinstance(col.dtype, pd.CategoricalDtype) and isinstance(
+        col.cat.categories.dtype, pd.StringDtype
+    ):
+        return col.take(rows).astype("str").reset_index(drop=True)
+    return _inferred(col.take(rows).tolist())
+
+
+def _texts_at(host: pd.DataFrame, column: str, rows: np.ndarray) -> Any:
+    """The column pandas infers from :func:`_texts`: for a pyarrow string column, the values
+    taken with "" for a missing one (what :func:`_text` gives) without a Python object per
+    row."""
+    if column in host:
+        col = host[column]
+        if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is np.nan:
+            return col.take(rows).fillna("").reset_index(drop=True)
+        if col.dtype == object and all(v is None for v in col.take(rows).tolist()):
+            return [""] * len(rows)  # None (not recorded): "" each
+    return _inferred(_texts(host, column, rows))
 
 
 def _texts(host: pd.DataFrame, column: str, rows: np.ndarray) -> list[str]:
