@@ -117,7 +117,12 @@ ARG_COLUMNS = ("input_dims", "input_types", "concrete_inputs", "input_strides")
 
 def name_codes(col: pd.Series) -> tuple[np.ndarray, list[Any]]:
     """``(codes, distinct values)`` of a name column; a missing value's code points at a
-    trailing ``NaN`` entry (what ``astype(object)`` gives for it)."""
+    trailing ``NaN`` entry (what ``astype(object)`` gives for it).  A categorical's own codes
+    and categories (no pass over the rows)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy().astype(np.int64)
+        values = col.cat.categories.astype(object).tolist()
+        return np.where(codes < 0, len(values), codes), [*values, np.nan]
     codes, uniques = col.factorize()
     codes = np.asarray(codes, np.int64)
     return np.where(codes < 0, len(uniques), codes), [*uniques, np.nan]

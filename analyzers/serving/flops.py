@@ -38,9 +38,10 @@ import pandas as pd
 
 from analyzers import intervals
 from analyzers.op_models import TF32_KERNEL
-from analyzers.op_models.attribution import modelled_op_costs, modelled_tops, name_codes
+from analyzers.op_models.attribution import modelled_op_costs, modelled_tops
 from analyzers.op_models.calls import cpu_op_parents, cpu_op_rows
 from analyzers.serving.groups import Groups, float_sums, int_sums, masked_bounds
+from collectors.model import names_matching
 
 if TYPE_CHECKING:
     from analyzers.op_models.args import OpCost
@@ -86,9 +87,8 @@ def _modelled_tops(trace: Trace) -> tuple[np.ndarray, Mapping[int, OpCost], np.n
         return np.full(n, -1, np.int64), costs, np.zeros(n, bool)
     parent = cpu_op_parents(trace)
     top = modelled_tops(trace)
-    codes, names = name_codes(host["name"])
     marker = np.zeros(n, bool)
-    marker[ops] = np.asarray([bool(RECOMPUTE_RE.search(str(v))) for v in names], bool)[codes[ops]]
+    marker[ops] = names_matching(host["name"], RECOMPUTE_RE.search)[ops]  # once per name
     if not marker.any():  # no recomputation op (most traces): nothing to climb
         return top, costs, marker
     # inside: a marked op or a descendant of one (pointer jumping over the parents)
@@ -136,9 +136,9 @@ def row_flops(trace: Trace, kops: pd.DataFrame, captures: tuple[Trace, ...] = ()
         call_dur = grp["dur"].transform("sum").to_numpy()
         call_n = grp["dur"].transform("size").to_numpy()
         weight = np.where(call_dur > 0, dur[idx] / np.maximum(call_dur, 1), 1.0 / call_n)
-        name_codes, names = pd.factorize(kops["name"].to_numpy(dtype=object)[idx])
-        tf32_name = np.array([bool(_TF32_RX.search(str(x))) for x in names] + [False], bool)
-        tf32 = pd.Series(tf32_name[name_codes])  # code -1 (no name): "nan", never TF32
+        # the rows' kernel names are the trace's own: matched once per distinct name
+        tf32_rows = names_matching(trace.gpu["name"], _TF32_RX.search)[kops["gpu_row"].to_numpy()]
+        tf32 = pd.Series(tf32_rows[idx])
         call_tf32 = tf32.groupby(grp.ngroup().to_numpy()).transform("any").to_numpy()
         # one cost per modelled op: its FLOPs and bytes spread over the rows by weight
         key = (src[idx].astype(np.int64) + 1) * (int(owner.max()) + 1) + owner[idx]

@@ -161,8 +161,9 @@ def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataF
     serving analysis and compare all ask; :mod:`analyzers.memo`); each call returns its own
     shallow copy, so a caller adding a column changes only its copy."""
     plain = _plain_kernel_ops(trace)
-    if graphs is None or not len(graphs.kernels):
+    if not _patches(graphs):
         return plain.copy(deep=False)
+    assert graphs is not None
     k = graphs.kernels
     k = k[k["op_row"].to_numpy() >= 0]
     work = plain["gpu_row"].to_numpy()
@@ -190,13 +191,26 @@ def categorized_kernel_ops(trace: Trace, graphs: GraphAttribution | None = None)
     """:func:`kernel_ops` with a ``category`` column
     (:func:`analyzers.serving.categories.categorize`); without graph attribution both are
     computed once per Trace and each call returns its own shallow copy."""
-    if graphs is None or not len(graphs.kernels):
-        return _plain_categorized(trace).copy(deep=False)
-    from analyzers.serving.categories import categorize
+    plain = _plain_categorized(trace)
+    if not _patches(graphs):
+        return plain.copy(deep=False)
+    from analyzers.serving.categories import kernel_category
 
+    # a row's category depends on its own name, op and kind only: the rows given a capture
+    # op are categorised again, the others keep the memoised categories
     kops = kernel_ops(trace, graphs)
-    kops["category"] = categorize(kops)
+    cats = plain["category"].to_numpy(dtype=object).copy()
+    at = np.flatnonzero(kops["via"].to_numpy() == "capture")
+    cats[at] = kernel_category(
+        *(kops[c].to_numpy(dtype=object)[at] for c in ("name", "op", "kind"))
+    )
+    kops["category"] = cats
     return kops
+
+
+def _patches(graphs: GraphAttribution | None) -> bool:
+    """Whether graph attribution gives some GPU row an op (:func:`kernel_ops` patches it)."""
+    return graphs is not None and bool((graphs.kernels["op_row"].to_numpy() >= 0).any())
 
 
 @memoised
