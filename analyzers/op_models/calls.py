@@ -3,7 +3,8 @@ and shared by the roofline's op attribution and the serving rows (read-only arra
 
 * :func:`host_threads` — a code per host row for its ``(pid, tid)`` thread;
 * :func:`cpu_op_parents` — each ``cpu_op`` row's innermost enclosing ``cpu_op``;
-* :func:`gpu_launch_calls` — each GPU row's launching call (same correlation id);
+* :func:`gpu_launch_calls` — each GPU row's launching call (same correlation id; the window's
+  memoised index);
 * :func:`call_parents` — each GPU row's innermost ``cpu_op`` at its launching call's start.
 
 The stack on each thread follows :mod:`collectors.linking`: half-open ``[start, end)``, an
@@ -16,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from analyzers.memo import memoised
+from analyzers.window import gpu_launch_rows
 from collectors.arrays import sorted_unique
-from collectors.linking import enclosing_parents, innermost_range, launch_mask, launching_calls
+from collectors.linking import enclosing_parents, innermost_range
 from collectors.model import Trace
 
 
@@ -55,29 +57,13 @@ def cpu_op_parents(trace: Trace) -> np.ndarray:
     return _read_only(parent)
 
 
-@memoised
 def gpu_launch_calls(trace: Trace) -> np.ndarray:
     """Per ``gpu`` row, the host row of its launching call, or -1: the earliest call of a
     launch category with the row's correlation id, then the first in table order
-    (:func:`collectors.linking.launching_calls`).  When every call has its own id and the ids
-    are dense enough, from a table indexed by id (no sort)."""
-    h = trace.host
-    launches = np.flatnonzero(launch_mask(h))
-    corr = trace.gpu["correlation"].to_numpy()
-    out = np.full(len(corr), -1, dtype=np.int64)
-    if not len(launches):
-        return _read_only(out)
-    ids = h["correlation"].to_numpy()[launches].astype(np.int64)  # >= 0 (launch_mask)
-    lo, hi = int(ids.min()), int(ids.max())
-    if hi - lo >= 16 * len(ids) or len(h) >= 2**31:
-        return _read_only(launching_calls(h, corr))
-    table = np.full(hi - lo + 1, -1, dtype=np.int32)
-    table[ids - lo] = launches
-    if np.count_nonzero(table >= 0) < len(ids):  # an id of several calls
-        return _read_only(launching_calls(h, corr))
-    ok = (corr >= lo) & (corr <= hi)
-    out[ok] = table[corr[ok] - lo]
-    return _read_only(out)
+    (:func:`collectors.linking.launching_calls`); the memoised correlation index the window,
+    steps, idle and launch analyses share (:func:`analyzers.window.gpu_launch_rows`; do not
+    modify)."""
+    return gpu_launch_rows(trace)
 
 
 @memoised
