@@ -183,7 +183,7 @@ def _arg_codes(
         codes = np.asarray(codes, np.int64)
         return np.where(codes < 0, len(uniques), codes), [*uniques, np.nan]
     values = col.to_numpy()
-    if values.dtype == object and all(v is None for v in values.tolist()):
+    if values.dtype == object and _all_none(values):
         return np.zeros(len(rows), dtype=np.int64), [None]
     return None
 
@@ -352,6 +352,11 @@ def _names_at(col: pd.Series, rows: np.ndarray) -> Any:
     return _inferred(col.take(rows).tolist())
 
 
+def _all_none(values: np.ndarray) -> bool:
+    """Every value of an object array is None (not NaN, not a string)."""
+    return bool((values == np.full(1, None, dtype=object)).all())
+
+
 def _texts_at(host: pd.DataFrame, column: str, rows: np.ndarray) -> Any:
     """The column pandas infers from :func:`_texts`: for a pyarrow string column, the values
     taken with "" for a missing one (what :func:`_text` gives) without a Python object per
@@ -360,7 +365,7 @@ def _texts_at(host: pd.DataFrame, column: str, rows: np.ndarray) -> Any:
         col = host[column]
         if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is np.nan:
             return col.take(rows).fillna("").reset_index(drop=True)
-        if col.dtype == object and all(v is None for v in col.take(rows).tolist()):
+        if col.dtype == object and _all_none(col.take(rows).to_numpy()):
             return [""] * len(rows)  # None (not recorded): "" each
     return _inferred(_texts(host, column, rows))
 

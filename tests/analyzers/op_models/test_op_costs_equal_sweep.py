@@ -302,3 +302,14 @@ def test_modelled_costs_of_calls_differing_in_one_argument_only() -> None:
     got = modelled_costs(host, np.arange(n))
     assert len(got) == 4 and got == _row_by_row_costs(host, np.arange(n))
     assert got[0].flops != got[1].flops and got[2].precision != got[3].precision
+
+
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_modelled_costs_of_an_object_column_of_missing_values(missing: object) -> None:
+    host = _hand().host.copy()
+    host["concrete_inputs"] = pd.Series([missing] * len(host), dtype=object)
+    host["input_strides"] = pd.Series([None] * len(host), dtype=object)
+    ops = cpu_op_rows(host)
+    got = modelled_costs(host, ops)
+    assert got and got == _row_by_row_costs(host, ops)
+    assert op_costs(_hand()).equals(_sweep_costs(_hand()))
