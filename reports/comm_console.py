@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.table_text import Fast
 
 TOP = 8
 
@@ -41,7 +42,7 @@ def print_comm_sections(rank: Mapping[str, Any], console: Console) -> None:
                 _gbps(r.get("median_busbw_gbps")),
                 "–" if link is None else f"{link:.1f}",
             )
-        console.print(t)
+        console.print(Fast(t))
     comm = rank.get("comm") or {}
     by = comm.get("by_collective") or []
     if by:
@@ -52,4 +53,4 @@ def print_comm_sections(rank: Mapping[str, Any], console: Console) -> None:
             t.add_row(
                 Text(str(r.get("collective"))), _ms(r.get("comm_ns")), _ms(r.get("exposed_ns"))
             )
-        console.print(t)
+        console.print(Fast(t))

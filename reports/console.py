@@ -18,6 +18,7 @@ from reports.comm_console import print_comm_sections
 from reports.critical_path_console import print_fix_first
 from reports.efficiency_console import print_efficiency_sections
 from reports.serving_console import print_serving_section
+from reports.table_text import Fast
 from reports.wait_console import print_wait_sections
 
 TOP_KERNELS = 15
@@ -189,15 +190,15 @@ def print_summary(summary: Mapping[str, Any], console: Console | None = None) ->
         for note in [*(r.get("notes") or []), *((r.get("integrity") or {}).get("notes") or [])]:
             console.print(f"rank {r['rank']}: note: {note}", markup=False)
     if len(ranks) > 1:
-        console.print(ranks_table(ranks))
+        console.print(Fast(ranks_table(ranks)))
     for r in ranks[:DETAIL_RANKS]:
-        console.print(breakdown_table(r))
+        console.print(Fast(breakdown_table(r)))
         if r.get("kernel_summary"):
             wide = console.width >= 120
             name_width = max(20, console.width - (88 if wide else 50))
-            console.print(kernel_table(r, name_width=name_width, wide=wide))
+            console.print(Fast(kernel_table(r, name_width=name_width, wide=wide)))
         if r.get("steps"):
-            console.print(step_table(r))
+            console.print(Fast(step_table(r)))
         for render in RANK_RENDERERS:
             render(r, console)
     if len(ranks) > DETAIL_RANKS:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.table_text import Fast
 
 TOP_KERNELS = 10
 """Kernel rows shown in the launch table (the JSON has more)."""
@@ -240,7 +241,7 @@ def print_wait_sections(rank: Mapping[str, Any], console: Console | None = None)
     )
     for table in tables:
         if table is not None:
-            console.print(table)
+            console.print(Fast(table) if isinstance(table, Table) else table)
     notes: list[str] = []
     for key in ("idle", "launch", "memory"):
         for n in (rank.get(key) or {}).get("notes", []):
