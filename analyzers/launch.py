@@ -53,6 +53,7 @@ from analyzers.window import (
     gpu_host_link,
     gpu_launch_rows,
     host_by_correlation,
+    memoized,
     value_mask,
     window,
     window_rows,
@@ -158,33 +159,44 @@ class Pairs:
         return _is_graph_launch(self.trace.host["name"])[self.host_rows]
 
 
+def _joined(trace: Trace, options: AnalysisOptions) -> tuple[np.ndarray, ...]:
+    """Every (host row, window GPU row) pair sharing a correlation id, in (call start, op
+    start, call row, op row) order: host rows, GPU rows, call starts, op starts and the id's
+    position in :func:`analyzers.window.host_by_correlation`; memoised per trace and options
+    (each selection of :func:`_pairs` is a subsequence, so it keeps the order)."""
+
+    def join() -> tuple[np.ndarray, ...]:
+        gpu_rows = window_rows(trace, options)
+        lo, hi = gpu_host_link(trace)
+        lo, n = lo[gpu_rows], hi[gpu_rows] - lo[gpu_rows]
+        gi = np.repeat(np.arange(gpu_rows.size), n)
+        at = np.repeat(lo, n) + (np.arange(gi.size) - np.repeat(np.cumsum(n) - n, n))
+        hr, gr, group = host_by_correlation(trace)[1][at], gpu_rows[gi], np.repeat(lo, n)
+        cs = trace.host["start_ns"].to_numpy()[hr].astype(np.int64)
+        gs = trace.gpu["start_ns"].to_numpy()[gr].astype(np.int64)
+        order = np.lexsort((gr, hr, gs, cs))
+        return hr[order], gr[order], cs[order], gs[order], group[order]
+
+    return memoized(trace, options, "launch_pairs", join)
+
+
 def _pairs(
-    trace: Trace, options: AnalysisOptions, gpu_rows: np.ndarray, host_ok: np.ndarray
+    trace: Trace, options: AnalysisOptions, gpu_ok: np.ndarray | None, host_ok: np.ndarray
 ) -> Pairs:
-    """The inner join on correlation of the ``trace.gpu`` rows *gpu_rows* (ascending) and the
-    ``trace.host`` rows where *host_ok*, in the join's row order (:class:`Pairs`): through
-    the memoised correlation index of :func:`analyzers.window.gpu_host_link`."""
-    h, g = trace.host, trace.gpu
-    lo, hi = gpu_host_link(trace)
-    lo, n = lo[gpu_rows], hi[gpu_rows] - lo[gpu_rows]
-    gi = np.repeat(np.arange(gpu_rows.size), n)
-    at = np.repeat(lo, n) + (np.arange(gi.size) - np.repeat(np.cumsum(n) - n, n))
-    hr = host_by_correlation(trace)[1][at]
-    keep = host_ok[hr]
-    gi, hr, group = gi[keep], hr[keep], np.repeat(lo, n)[keep]  # group: one per id
-    gr = gpu_rows[gi]
-    cs = h["start_ns"].to_numpy()[hr].astype(np.int64)
-    gs = g["start_ns"].to_numpy()[gr].astype(np.int64)
-    order = np.lexsort((gr, hr, gs, cs))
-    hr, gr, cs, gs, group = hr[order], gr[order], cs[order], gs[order], group[order]
+    """The inner join on correlation of the window's GPU rows (where *gpu_ok*, a mask over
+    ``trace.gpu``; None: all) and the ``trace.host`` rows where *host_ok*, in the join's row
+    order (:class:`Pairs`), from :func:`_joined`."""
+    hr, gr, cs, gs, group = _joined(trace, options)
+    keep = host_ok[hr] if gpu_ok is None else host_ok[hr] & gpu_ok[gr]
+    hr, gr, cs, gs, group = hr[keep], gr[keep], cs[keep], gs[keep], group[keep]
     return Pairs(
         host_rows=hr,
         gpu_rows=gr,
         cpu_start=cs,
-        cpu_end=h["end_ns"].to_numpy()[hr].astype(np.int64),
+        cpu_end=trace.host["end_ns"].to_numpy()[hr].astype(np.int64),
         gpu_start=gs,
-        gpu_end=g["end_ns"].to_numpy()[gr].astype(np.int64),
-        correlation=g["correlation"].to_numpy()[gr].astype(np.int64),
+        gpu_end=trace.gpu["end_ns"].to_numpy()[gr].astype(np.int64),
+        correlation=trace.gpu["correlation"].to_numpy()[gr].astype(np.int64),
         ops_in_launch=np.bincount(group)[group].astype(np.int64) if group.size else group,
         trace=trace,
         options=options,
@@ -211,7 +223,7 @@ def hta_pairs(
     options = options or AnalysisOptions()
     names = HTA_LAUNCH_NAMES + (HTA_MEMORY_LAUNCH_NAMES if include_memory_events else ())
     named = _api_name_in(trace.host["name"], names)
-    return _pairs(trace, options, window_rows(trace, options), _with_named(trace, named))
+    return _pairs(trace, options, None, _with_named(trace, named))
 
 
 def all_pairs(trace: Trace, options: AnalysisOptions | None = None) -> Pairs:
@@ -219,11 +231,11 @@ def all_pairs(trace: Trace, options: AnalysisOptions | None = None) -> Pairs:
     options = options or AnalysisOptions()
     gpu = trace.gpu
     g = window_rows(trace, options)
-    g = g[value_mask(gpu["kind"], GPU_WORK_KINDS)[g] & (gpu["correlation"].to_numpy()[g] >= 0)]
-    calls = gpu_launch_rows(trace)[g]
+    work = value_mask(gpu["kind"], GPU_WORK_KINDS) & (gpu["correlation"].to_numpy() >= 0)
+    calls = gpu_launch_rows(trace)[g[work[g]]]
     chosen = np.zeros(len(trace.host), dtype=bool)
     chosen[calls[calls >= 0]] = True
-    return _pairs(trace, options, g, chosen)
+    return _pairs(trace, options, work, chosen)
 
 
 def launch_frame(trace: Trace, p: Pairs) -> pd.DataFrame:
@@ -383,7 +395,7 @@ def queue_length(trace: Trace, options: AnalysisOptions | None = None) -> pd.Dat
 def _queue_series(trace: Trace, options: AnalysisOptions) -> tuple[np.ndarray, ...]:
     """:func:`queue_length` as arrays: per change in (stream, time, enqueue first) order."""
     named = _api_name_in(trace.host["name"], HTA_QUEUE_NAMES)
-    p = _pairs(trace, options, window_rows(trace, options), named)
+    p = _pairs(trace, options, None, named)
     launched = np.zeros(len(trace.gpu), dtype=bool)
     launched[p.gpu_rows] = True
     g = window_rows(trace, options)
@@ -393,12 +405,25 @@ def _queue_series(trace: Trace, options: AnalysisOptions) -> tuple[np.ndarray, .
     stream = np.concatenate([g_stream[p.gpu_rows], g_stream[g]]).astype(np.int64)
     delta = np.concatenate([np.ones(p.cpu_start.size, np.int64), -np.ones(g.size, np.int64)])
     # time order; at equal times the enqueue (+1) comes first
-    order = np.lexsort((-delta, ts, stream))
+    order = _stream_time_order(stream, ts, delta)
     ts, stream, delta = ts[order], stream[order], delta[order]
     run = np.cumsum(delta)
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if stream.size else stream
     before = np.repeat(run[first] - delta[first], np.diff(np.r_[first, stream.size]))
     return stream, ts, (run - before).astype(np.int64)
+
+
+def _stream_time_order(stream: np.ndarray, ts: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-delta, ts, stream))`` (*delta* ±1): one stable sort of a combined key
+    where it fits in int64 (the two halves come time-ordered, so the sort merges runs)."""
+    if not ts.size:
+        return np.zeros(0, dtype=np.intp)
+    codes, _ = pd.factorize(stream, sort=True)
+    t0, span = int(ts.min()), int(ts.max()) - int(ts.min()) + 1
+    if (int(codes.max()) + 1) * span * 2 >= 2**62:
+        return np.lexsort((-delta, ts, stream))
+    key = (codes.astype(np.int64) * span + (ts - t0)) * 2 + (delta < 0)
+    return np.argsort(key, kind="stable")
 
 
 def queue_summary(series: pd.DataFrame) -> pd.DataFrame:
