@@ -82,10 +82,28 @@ def call_parents(trace: Trace) -> np.ndarray:
     q = sorted_unique(calls[has])
     threads = host_threads(trace)
     start, end = host["start_ns"].to_numpy(), host["end_ns"].to_numpy()
+    ops = _holding(ops, q, start, end, threads)
     pos = innermost_range(start[ops], end[ops], threads[ops], start[q], threads[q])
     at_call = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
     out[has] = at_call[np.searchsorted(q, calls[has])]
     return _read_only(out)
+
+
+def _holding(
+    ops: np.ndarray, q: np.ndarray, start: np.ndarray, end: np.ndarray, threads: np.ndarray
+) -> np.ndarray:
+    """The op rows whose ``[start, end)`` holds the start of some call of *q* on their own
+    thread (in table order): the only ones that can be the innermost op at a call, so the
+    look-up over them alone gives the same answer.  All of *ops* when the (thread, time) keys
+    could overflow."""
+    lo = int(min(start[ops].min(), start[q].min()))
+    span = int(max(end[ops].max(), start[q].max())) - lo + 1
+    if (int(threads.max(initial=0)) + 1) * span >= 2**62:
+        return ops
+    base = threads[ops] * span - lo
+    at = np.sort(threads[q] * span + start[q] - lo)
+    first = np.searchsorted(at, base + start[ops], side="left")
+    return ops[np.searchsorted(at, base + end[ops], side="left") > first]
 
 
 __all__ = ["call_parents", "cpu_op_parents", "cpu_op_rows", "gpu_launch_calls", "host_threads"]
