@@ -48,7 +48,7 @@ def group_distributions(codes: np.ndarray, values: np.ndarray) -> dict[str, np.n
 
     The quantiles are numpy's ``inverted_cdf`` ones: the sorted value at ``ceil(n q) − 1``,
     computed with numpy's own float steps."""
-    v, c = _sorted_by_group(np.asarray(codes, dtype=np.int64), np.asarray(values, np.int64))
+    v, c = sorted_by_group(np.asarray(codes, dtype=np.int64), np.asarray(values, np.int64))
     first = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if c.size else c
     n = np.diff(np.r_[first, v.size])
     at = n[:, None] * QUANTILES - 1
@@ -61,7 +61,7 @@ def group_distributions(codes: np.ndarray, values: np.ndarray) -> dict[str, np.n
     return out | {"max_ns": v[first + n - 1]}
 
 
-def _sorted_by_group(codes: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sorted_by_group(codes: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """*v* sorted by (code, value), and the codes in that order: one sort of a combined key
     where it fits in int64, else a lexsort."""
     if not v.size:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analyzers.distributions import sorted_by_group
 from analyzers.options import AnalysisOptions
 from analyzers.temporal import TYPE_LABELS
 from analyzers.window import gpu_type_codes, value_mask, window_rows
@@ -80,10 +81,8 @@ def _summarize_codes(codes: np.ndarray, labels: np.ndarray, durations: np.ndarra
 
     codes = codes.astype(np.int64)
     codes[codes < 0] = len(labels) - 1
-    d = np.asarray(durations, dtype=np.int64)
-    order = np.lexsort((d, codes))
-    codes = codes[order]
-    d = d[order]
+    # by (code, duration): the sorted values are all that is read
+    d, codes = sorted_by_group(codes, np.asarray(durations, dtype=np.int64))
     if d.size == 0:
         return pd.DataFrame({c: [] for c in ("name", *SUMMARY_COLUMNS[2:-1])})
     first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])

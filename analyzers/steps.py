@@ -68,6 +68,7 @@ import pandas as pd
 
 from analyzers import intervals as iv
 from analyzers.classify import COMMUNICATION, COMPUTATION, KERNEL_TYPES
+from analyzers.distributions import sorted_by_group
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from analyzers.window import (
@@ -326,10 +327,9 @@ def _lag(se: StepEvents) -> np.ndarray:
     linked = (se.pos >= 0) & (se.launch_ns >= 0)
     if not linked.any():
         return out
-    d = (se.start - se.launch_ns)[linked].astype(np.float64)
-    p = se.pos[linked]
-    order = np.lexsort((d, p))
-    d, p = d[order], p[order]
+    # sorted by (step, lag) as integers: the same order as the float lags
+    lag, p = sorted_by_group(se.pos[linked], (se.start - se.launch_ns)[linked])
+    d = lag.astype(np.float64)
     first = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
     count = np.diff(np.r_[first, p.size])
     med = (d[first + (count - 1) // 2] + d[first + count // 2]) / 2.0
