@@ -141,12 +141,12 @@ def kernel_summary(
     hit = np.flatnonzero(labels[:-1] == UNNAMED)  # a category spelled like the missing name
     if hit.size:
         same[same == missing] = hit[0]
-    ids, first_row = np.unique(same, return_index=True)
-    types = gpu_type_codes(trace, options)[sel][first_row]
+    first_row = np.full(len(labels), same.size, dtype=np.int64)
+    np.minimum.at(first_row, same, np.arange(same.size))
     group = out["_code"].to_numpy()
     if hit.size:
         group = np.where(group == missing, hit[0], group)
-    out["type"] = TYPE_LABELS[types[np.searchsorted(ids, group)]]
+    out["type"] = TYPE_LABELS[gpu_type_codes(trace, options)[sel[first_row[group]]]]
     total = out["total_ns"].to_numpy()
     grand = int(total.sum())
     out["time_pct"] = 100.0 * total / grand if grand else np.nan
