@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.idle import STEP_MARKER
+from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
 from analyzers.window import window
 from collectors.model import LAUNCH_CATS, Trace, names_matching
@@ -55,8 +56,14 @@ NOTE_NO_MEMORY = (
 def memory_timeline(trace: Trace) -> pd.DataFrame:
     """One row per sample: device, series, ts_ns, bytes (int64).
 
-    Sorted by device, series, then time (stable: rows at one time keep table order).
+    Sorted by device, series, then time (stable: rows at one time keep table order).  Built
+    once per Trace (each call returns its own shallow copy).
     """
+    return _timeline(trace).copy(deep=False)
+
+
+@TraceMemo
+def _timeline(trace: Trace) -> pd.DataFrame:
     c = trace.counters
     c = c[c["name"].isin(list(SERIES)) & (c["device"] >= 0)]
     out = pd.DataFrame(
@@ -172,8 +179,9 @@ def step_peaks(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
     where there is no sample)."""
     options = options or AnalysisOptions()
     tl = memory_timeline(trace)
-    steps = trace.steps()
-    steps = steps[steps["step"].isin(set(window(trace, options).steps))]
+    steps = trace.steps() if len(tl) else pd.DataFrame(columns=["step", "start_ns", "end_ns"])
+    if len(tl):
+        steps = steps[steps["step"].isin(set(window(trace, options).steps))]
     rows = []
     dev: Any
     for (dev, series), grp in tl.groupby(["device", "series"], sort=True):
