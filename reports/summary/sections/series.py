@@ -173,23 +173,50 @@ def nvml_host(host: str, df: pd.DataFrame) -> dict[str, Any] | None:
 
 def ranges(trace: Trace) -> list[dict[str, Any]]:
     """The rank's annotated ranges (NVTX, user, GPU user; whole trace) by (kind, name):
-    ``count``, ``total_ns`` (Σ end − start), ``max_ns``; the :data:`TOP_RANGES` largest."""
+    ``count``, ``total_ns`` (Σ end − start), ``max_ns``; the :data:`TOP_RANGES` largest
+    (total descending, then kind and name; a tie in all three in first-appearance order)."""
+    import pandas as pd
+
     a = trace.annotations
-    a = a[a["kind"].isin(RANGE_KINDS)]
-    if a.empty:
+    keep = np.asarray(a["kind"].isin(RANGE_KINDS), dtype=bool)
+    if not keep.any():
         return []
-    d = (a["end_ns"] - a["start_ns"]).to_numpy(dtype=np.int64)
-    g = (
-        a.assign(d=d, kind=a["kind"].astype(str), name=a["name"].astype(str))
-        .groupby(["kind", "name"], sort=False)["d"]
-        .agg(["count", "sum", "max"])
-        .reset_index()
-        .sort_values(["sum", "kind", "name"], ascending=[False, True, True], kind="stable")
-    )
-    return [
-        {"kind": k, "name": n, "count": int(c), "total_ns": int(s), "max_ns": int(m)}
-        for k, n, c, s, m in g.head(TOP_RANGES).itertuples(index=False, name=None)
+    keep = keep & np.asarray(a["name"].notna(), dtype=bool)  # groupby drops a missing key
+    d = (a["end_ns"].to_numpy() - a["start_ns"].to_numpy())[keep].astype(np.int64)
+    # one id per distinct (kind, name) as strings
+    kind, name = (_str_ids(a[c], keep) for c in ("kind", "name"))
+    key = kind[1][kind[0]].astype(np.int64) * len(name[2]) + name[1][name[0]]
+    codes, uniq = pd.factorize(key)  # first appearance, as groupby(sort=False)
+    count = np.bincount(codes)
+    total = np.zeros(uniq.size, dtype=np.int64)
+    np.add.at(total, codes, d)
+    most = np.full(uniq.size, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(most, codes, d)
+    groups = [
+        (kind[2][k // len(name[2])], name[2][k % len(name[2])], int(c), int(t), int(m))
+        for k, c, t, m in zip(
+            uniq.tolist(), count.tolist(), total.tolist(), most.tolist(), strict=True
+        )
     ]
+    groups.sort(key=lambda g: (-g[3], g[0], g[1]))
+    return [
+        {"kind": k, "name": n, "count": c, "total_ns": t, "max_ns": m}
+        for k, n, c, t, m in groups[:TOP_RANGES]
+    ]
+
+
+def _str_ids(col: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The kept rows' category codes, the id of each code and the distinct strings of
+    ``col.astype(str)`` the ids stand for."""
+    import pandas as pd
+
+    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    index: dict[str, int] = {}
+    ids = np.array(
+        [index.setdefault(t, len(index)) for t in map(str, cat.cat.categories)],
+        dtype=np.int64,
+    )
+    return cat.cat.codes.to_numpy()[keep], ids, list(index)
 
 
 def _run_facts(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
