@@ -48,7 +48,7 @@ import pandas as pd
 
 from analyzers.collectives.args import pg_config
 from analyzers.collectives.busbw import add_bandwidth
-from analyzers.collectives.columns import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, empty_table
+from analyzers.collectives.columns import COLUMNS, INT_COLUMNS, empty_table
 from analyzers.collectives.linking import innermost, launches, nvtx_ranges
 from analyzers.collectives.metadata import Column, RecordContext, collective_record
 from analyzers.collectives.sizes import add_message_bytes
@@ -309,14 +309,36 @@ def _call_only_records(
     return out
 
 
+def _column(name: str, values: list[Any]) -> pd.Series:
+    """The table column *name* from its records' values, as a table built by
+    ``DataFrame.from_records`` and then converted has it: an int column to int64 (None → -1,
+    through float64 as ``to_numeric``/``fillna`` do), any other to objects with None where
+    unknown.  Values of the kinds the records hold (str, int, tuple, None) are converted
+    directly; anything else takes that pandas route."""
+    kinds = {type(v) for v in values}
+    if name in INT_COLUMNS:
+        if kinds <= {int}:
+            try:
+                return pd.Series(np.array(values, dtype=np.int64))
+            except OverflowError:
+                pass
+        elif kinds <= {int, type(None)} and all(v is None or abs(v) < 2**53 for v in values):
+            floats = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+            return pd.Series(np.where(np.isnan(floats), -1, floats).astype(np.int64))
+        col = pd.DataFrame.from_records([{name: v} for v in values], columns=[name])[name]
+        return pd.to_numeric(col, errors="coerce").fillna(-1).astype(np.int64)
+    # from_records infers str, int64 or object for these, whose objects are the values
+    if not (kinds <= {str, type(None)} or kinds <= {int} or kinds <= {tuple, type(None)}):
+        col = pd.DataFrame.from_records([{name: v} for v in values], columns=[name])[name]
+        col = col.astype(object)
+        return col.where(col.notna(), None)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return pd.Series(out, dtype=object)
+
+
 def _finish(trace: Trace, records: list[dict[str, Any]]) -> pd.DataFrame:
-    df = pd.DataFrame.from_records(records, columns=list(COLUMNS))
-    for c in COLUMNS:
-        if c not in INT_COLUMNS and c not in FLOAT_COLUMNS:
-            col = df[c].astype(object)
-            df[c] = col.where(col.notna(), None)
-    for c in INT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(-1).astype(np.int64)
+    df = pd.DataFrame({c: _column(c, [r[c] for r in records]) for c in COLUMNS})
     add_message_bytes(df)
     add_bandwidth(df, trace)
     # ordinal within the process group, in launch order (issue order on the host)
