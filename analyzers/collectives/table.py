@@ -338,16 +338,22 @@ def _column(name: str, values: list[Any]) -> pd.Series:
 
 
 def _finish(trace: Trace, records: list[dict[str, Any]]) -> pd.DataFrame:
+    # rows in launch order (issue order on the host): by launch, else GPU start, else op
+    # start, then GPU start, stable
+    launch, start, op = (np.array([r[c] for r in records], dtype=np.int64) for c in _WHEN)
+    t = np.where(launch >= 0, launch, np.where(start >= 0, start, op))
+    records = [records[i] for i in np.lexsort((start, t)).tolist()]
     df = pd.DataFrame({c: _column(c, [r[c] for r in records]) for c in COLUMNS})
     add_message_bytes(df)
     add_bandwidth(df, trace)
-    # ordinal within the process group, in launch order (issue order on the host)
-    t = np.where(
-        df["launch_ns"] >= 0,
-        df["launch_ns"],
-        np.where(df["start_ns"] >= 0, df["start_ns"], df["op_start_ns"]),
-    )
-    df = df.assign(_t=t).sort_values(["_t", "start_ns"], kind="stable").drop(columns="_t")
-    pg = df["pg_name"].astype(object).where(df["pg_name"].notna(), "?")
-    df["ordinal"] = df.groupby(pg, sort=False).cumcount().astype(np.int64)
-    return df.reset_index(drop=True)[list(COLUMNS)]
+    # ordinal within the process group (groups unknown share "?"), in that order
+    pg = np.empty(len(records), dtype=object)
+    pg[:] = ["?" if r["pg_name"] is None else r["pg_name"] for r in records]
+    codes = pd.factorize(pg)[0]
+    by_group = np.argsort(codes, kind="stable")
+    first = np.r_[0, np.flatnonzero(np.diff(codes[by_group])) + 1]
+    rank = np.arange(codes.size) - np.repeat(first, np.diff(np.r_[first, codes.size]))
+    ordinal = np.empty(codes.size, dtype=np.int64)
+    ordinal[by_group] = rank
+    df["ordinal"] = ordinal
+    return df

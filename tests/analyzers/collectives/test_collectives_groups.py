@@ -28,6 +28,8 @@ def random_trace(seed: int) -> Trace:
                                              "correlation", "comm_args")}  # fmt: skip
 
     def op(name: str, s: int, e: int, cat: str = "cpu_op", corr: int = -1, args: object = None):
+        if args is not None and rng.random() < 0.5:
+            args = {**args, "Process Group Name": str(rng.choice(["0", "1"]))}
         for k, v in zip(host, (name, cat, s, e, 1, 1, corr, args), strict=True):
             host[k].append(v)
 
@@ -57,6 +59,14 @@ def test_each_collective_row_has_the_figures_of_its_gpu_rows(seed: int) -> None:
     trace = random_trace(seed)
     table = build_collectives(trace)
     g, h = trace.gpu, trace.host
+    # issue order (launch, else GPU start, else op start; then GPU start) and the ordinal
+    t = np.where(table["launch_ns"] >= 0, table["launch_ns"], table["start_ns"])
+    t = np.where(t >= 0, t, table["op_start_ns"])
+    assert list(zip(t, table["start_ns"], strict=True)) == sorted(
+        zip(t, table["start_ns"], strict=True)
+    )
+    pg = table["pg_name"].astype(object).where(table["pg_name"].notna(), "?")
+    assert table["ordinal"].tolist() == table.groupby(pg, sort=False).cumcount().tolist()
     launch_of = dict(zip(h["correlation"], h["start_ns"], strict=True))
     seen: list[int] = []
     for row in table[table["n_gpu_rows"] > 0].itertuples():
