@@ -223,6 +223,44 @@ def _match_rows(allr: pd.DataFrame) -> tuple[list[dict[str, Any]], list[tuple[An
     return matched, waits
 
 
+def _per_step(ok: pd.DataFrame, w_ok: pd.DataFrame) -> list[dict[str, int]]:
+    """Per step (ascending) of the consistent matches *ok*: collectives, Σ arrival skew, Σ
+    transfer, and the straggler: the late rank whose collectives caused the most wait (Σ of
+    their waits on every rank, *w_ok*), the lowest on ties, -1 when nobody waited."""
+    keys, wait_of = pd.factorize(w_ok["key"])
+    total = np.zeros(len(wait_of) + 1, dtype=np.int64)  # the last: a key without waits
+    np.add.at(total, keys, w_ok["wait_ns"].to_numpy(dtype=np.int64))
+    caused = total[pd.Index(wait_of).get_indexer(ok["key"])]
+    steps, step_of = np.unique(ok["step"].to_numpy(dtype=np.int64), return_inverse=True)
+    n = np.bincount(step_of, minlength=steps.size)
+    skew = np.zeros(steps.size, dtype=np.int64)
+    transfer = np.zeros(steps.size, dtype=np.int64)
+    np.add.at(skew, step_of, ok["arrival_skew_ns"].to_numpy(dtype=np.int64))
+    np.add.at(transfer, step_of, ok["transfer_ns"].to_numpy(dtype=np.int64))
+    late = ok["late_rank"].to_numpy(dtype=np.int64)
+    # Σ caused wait per (step, late rank); per step the largest, the lowest rank on ties
+    pairs, pair_of = np.unique(np.stack([step_of, late]), axis=1, return_inverse=True)
+    by_pair = np.zeros(pairs.shape[1], dtype=np.int64)
+    np.add.at(by_pair, pair_of.reshape(-1), caused)
+    o = np.lexsort((pairs[1], -by_pair, pairs[0]))
+    first = o[np.r_[True, pairs[0][o][1:] != pairs[0][o][:-1]]]
+    best, who = by_pair[first], pairs[1][first]
+    out = []
+    for i, step in enumerate(steps.tolist()):
+        straggler = int(who[i]) if best[i] > 0 else -1
+        out.append(
+            {
+                "step": step,
+                "collectives": int(n[i]),
+                "arrival_skew_ns": int(skew[i]),
+                "transfer_ns": int(transfer[i]),
+                "straggler": straggler,
+                "straggler_caused_wait_ns": int(best[i]) if straggler >= 0 else 0,
+            }
+        )
+    return out
+
+
 def _result(matched: pd.DataFrame, waits: pd.DataFrame, tables: list[pd.DataFrame]) -> Skew:
     ok = matched[matched["consistent"].astype(bool)] if len(matched) else matched
     w_ok = waits[waits["key"].isin(ok["key"])] if len(waits) else waits
@@ -248,25 +286,7 @@ def _result(matched: pd.DataFrame, waits: pd.DataFrame, tables: list[pd.DataFram
         per_rank,
         columns=["rank", "collectives", "wait_ns", "transfer_ns", "late_count", "unmatched"],
     )
-    steps = []
-    if len(ok):
-        total_wait = w_ok.groupby("key")["wait_ns"].sum()
-        okk = ok.assign(total_wait=ok["key"].map(total_wait).fillna(0).astype(np.int64))
-        step: Any
-        for step, grp in okk.groupby("step", sort=True):
-            caused = grp.groupby("late_rank")["total_wait"].sum()
-            best = int(caused.max()) if len(caused) else 0
-            straggler = int(caused[caused == best].index.min()) if best > 0 else -1
-            steps.append(
-                {
-                    "step": int(step),
-                    "collectives": len(grp),
-                    "arrival_skew_ns": int(grp["arrival_skew_ns"].sum()),
-                    "transfer_ns": int(grp["transfer_ns"].sum()),
-                    "straggler": straggler,
-                    "straggler_caused_wait_ns": best if straggler >= 0 else 0,
-                }
-            )
+    steps = _per_step(ok, w_ok) if len(ok) else []
     ps = pd.DataFrame(
         steps,
         columns=[
