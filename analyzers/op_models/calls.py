@@ -83,6 +83,8 @@ def call_parents(trace: Trace) -> np.ndarray:
     threads = host_threads(trace)
     start, end = host["start_ns"].to_numpy(), host["end_ns"].to_numpy()
     ops = _holding(ops, q, start, end, threads)
+    if not len(ops):  # no op holds a call
+        return _read_only(out)
     pos = innermost_range(start[ops], end[ops], threads[ops], start[q], threads[q])
     at_call = np.where(pos >= 0, ops[np.maximum(pos, 0)], -1)
     out[has] = at_call[np.searchsorted(q, calls[has])]

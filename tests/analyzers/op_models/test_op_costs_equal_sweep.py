@@ -313,3 +313,16 @@ def test_modelled_costs_of_an_object_column_of_missing_values(missing: object) -
     got = modelled_costs(host, ops)
     assert got and got == _row_by_row_costs(host, ops)
     assert op_costs(_hand()).equals(_sweep_costs(_hand()))
+
+
+def test_launches_outside_every_op() -> None:
+    op, rt = "cpu_op", "cuda_runtime"
+    host = [
+        ("aten::mm", op, 0, 100, 1, -1, -1, MM, f"[{F},{F}]"),
+        ("cudaLaunchKernel", rt, 200, 210, 1, 101, -1, None, None),  # after the op ended
+        ("cudaLaunchKernel", rt, 50, 60, 2, 102, -1, None, None),  # on another thread
+    ]
+    gpu = [("g", "kernel", 3000, 3100, 101, None), ("g", "kernel", 3100, 3200, 102, None)]
+    t = _trace(host, gpu)
+    assert _check(t).empty
+    assert kernel_ops(t)["via"].tolist() == ["no-op", "no-op"]
