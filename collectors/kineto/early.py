@@ -49,12 +49,17 @@ def start(path: str | Path, include_python: bool = False) -> bool:
     """Begin reading *path* now, in a forked helper or a thread (see the module docstring);
     True when a read was started.  Nothing here raises: the read reports bad input when taken.
     """
-    if parallel.start_early(path, include_python):
-        return True
     p = Path(path)
     try:
         key = _key(p, include_python)
-        if key in _reads or not p.is_file() or not native_enabled() or not parallel.spare_cpu():
+    except OSError:
+        return False
+    if key in _reads or parallel.started_early(p, include_python):
+        return False  # begun already (the launcher, then the command)
+    if parallel.start_early(p, include_python):
+        return True
+    try:
+        if not p.is_file() or not native_enabled() or not parallel.spare_cpu():
             return False
     except OSError:
         return False

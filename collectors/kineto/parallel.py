@@ -184,6 +184,14 @@ def start_early(path: str | Path, include_python: bool = False) -> bool:
     return True
 
 
+def started_early(path: str | Path, include_python: bool = False) -> bool:
+    """Whether :func:`start_early` forked a helper for *path* that no read has joined yet."""
+    try:
+        return (str(Path(path).resolve()), include_python) in _early
+    except OSError:
+        return False
+
+
 def cancel_early(path: str | Path | None = None) -> None:
     """Kill and reap the helpers :func:`start_early` started that no read joined: every one, or
     those of *path*."""

@@ -107,3 +107,17 @@ def test_a_cache_hit_stops_the_early_read(tmp_path: Path) -> None:
     traces, outcome = read_kineto_cached(path, cache)
     assert outcome.status == "hit" and not early._reads
     _same(traces[0], build_trace(read_rows(path, False), None))
+
+
+def test_a_file_read_by_two_processes_is_begun_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher begins the read, then the command asks again: the forked helper stays the
+    one read (found in a 2 GB run: a thread read was begun beside it, and the helper, never
+    joined, held its 1.6 GB of rows until the end)."""
+    path = shared_path("kineto", "hta", "trace_filter", "sampled_rank-0.json.gz")
+    serial = read_kineto(path, parallel=False)
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES_NATIVE", 0)
+    assert early.start(path)
+    assert not early.start(path)
+    assert kineto_parallel.started_early(path) and not early._reads
+    _same(read_kineto(path), serial)
+    assert not kineto_parallel.started_early(path)  # joined by the read
