@@ -96,14 +96,70 @@ def group_codes(groups: _Keys, t_groups: _Keys | None) -> tuple[np.ndarray, np.n
     return inv[:n], inv[n:]
 
 
+class _Composite:
+    """(group code, time) as one int64, ``code · span + (t − lo)``, ordered as the pairs."""
+
+    def __init__(self, lo: int, span: int) -> None:
+        self.lo, self.span = lo, span
+
+    def key(self, codes: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return codes.astype(np.int64) * self.span + (t - self.lo)
+
+
+def _composite(codes: np.ndarray, starts: np.ndarray, *more: np.ndarray) -> _Composite | None:
+    """The composite keys of the ranges' (code, start) and of the instants *more*, or None
+    when ``code · span`` could overflow int64 (then pairs are sorted as pairs)."""
+    if not len(starts):
+        return None
+    lo = min([int(starts.min()), *(int(m.min()) for m in more if len(m))])
+    hi = max([int(starts.max()), *(int(m.max()) for m in more if len(m))])
+    span = hi - lo + 1
+    if (int(codes.max(initial=0)) + 1) * span >= 2**62:
+        return None
+    return _Composite(lo, span)
+
+
+def _order(
+    keys: _Composite | None, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray
+) -> np.ndarray:
+    """``np.lexsort((arange(n), -ends, starts, codes))``: a stable sort by the small group
+    codes (radix for int16), then a stable sort of the composite keys (nearly sorted after it:
+    each group's starts are mostly in table order), then the runs of equal (code, start)
+    ordered by end descending and position."""
+    n = len(starts)
+    if keys is None:
+        return np.lexsort((np.arange(n), -ends, starts, codes))
+    small = codes.astype(np.int16) if int(codes.max(initial=0)) < 2**15 else codes
+    o = np.argsort(small, kind="stable")
+    k = keys.key(codes, starts)
+    o = o[np.argsort(k[o], kind="stable")]
+    ks = k[o]
+    tie = np.flatnonzero(ks[1:] == ks[:-1])
+    if tie.size:
+        in_run = np.zeros(n, dtype=bool)
+        in_run[tie] = True
+        in_run[tie + 1] = True
+        at = np.flatnonzero(in_run)
+        new_run = np.ones(at.size, dtype=bool)
+        new_run[1:] = (at[1:] != at[:-1] + 1) | (ks[at[1:]] != ks[at[:-1]])
+        run = np.cumsum(new_run)
+        sub = o[at]
+        o[at] = sub[np.lexsort((sub, -ends[sub], run))]
+    return o
+
+
 class _Sorted:
     """Ranges in (group, start, −end, position) order with a max-segment tree over the ends."""
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray) -> None:
+    def __init__(
+        self, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, t: np.ndarray | None = None
+    ) -> None:
         n = len(starts)
-        self.order = np.lexsort((np.arange(n), -ends, starts, codes))
+        self._k = _composite(codes, starts, *(() if t is None else (t,)))
+        self.order = _order(self._k, starts, ends, codes)
         self.codes = codes[self.order]
         self.starts = starts[self.order]
+        self.keys = None if self._k is None else self._k.key(self.codes, self.starts)
         size = 1
         while size < n:
             size *= 2
@@ -117,6 +173,11 @@ class _Sorted:
             )
             half //= 2
         self.tree = tree
+
+    def key_of(self, codes: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The composite keys of instants (only when :attr:`keys` is not None)."""
+        assert self._k is not None
+        return self._k.key(codes, t)
 
     def group_lo(self, codes: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.codes, codes, side="left")
@@ -179,19 +240,22 @@ def innermost_range(
         return out
     ends = np.asarray(ends, dtype=np.int64)
     codes, t_codes = group_codes(groups, t_groups)
-    s = _Sorted(starts, ends, codes)
     q = np.flatnonzero(t >= 0)
+    s = _Sorted(starts, ends, codes, t[q])
     if not q.size:
         return out
-    # how many ranges sort at or before (group, t): merge ranges and instants, ranges first on ties
+    # how many ranges sort at or before (group, t): ranges first on ties
     n = len(starts)
-    all_codes = np.concatenate([s.codes, t_codes[q]])
-    all_t = np.concatenate([s.starts, t[q]])
-    is_q = np.concatenate([np.zeros(n, np.int8), np.ones(q.size, np.int8)])
-    merged = np.lexsort((is_q, all_t, all_codes))
-    before = np.cumsum(is_q[merged] == 0)
-    hi = np.empty(q.size, dtype=np.int64)
-    hi[merged[is_q[merged] == 1] - n] = before[is_q[merged] == 1] - 1
+    if s.keys is not None:
+        hi = np.searchsorted(s.keys, s.key_of(t_codes[q], t[q]), side="right") - 1
+    else:
+        all_codes = np.concatenate([s.codes, t_codes[q]])
+        all_t = np.concatenate([s.starts, t[q]])
+        is_q = np.concatenate([np.zeros(n, np.int8), np.ones(q.size, np.int8)])
+        merged = np.lexsort((is_q, all_t, all_codes))
+        before = np.cumsum(is_q[merged] == 0)
+        hi = np.empty(q.size, dtype=np.int64)
+        hi[merged[is_q[merged] == 1] - n] = before[is_q[merged] == 1] - 1
     thr = t[q] - 1 if include_end else t[q]
     k = s.last_above(hi, s.group_lo(t_codes[q]), thr)
     out[q[k >= 0]] = s.order[k[k >= 0]]
@@ -213,6 +277,15 @@ def enclosing_parents(
     s = _Sorted(starts, ends, codes)
     rank = np.arange(n, dtype=np.int64)
     thr = s.starts - 1 if include_end else s.starts
-    k = s.last_above(rank - 1, s.group_lo(s.codes), thr)
+    lo = s.group_lo(s.codes)
+    # the previous range in the order, when it runs at the start, is the last one that does
+    # (a first child's parent): only the others walk the tree
+    ends_sorted = s.tree[s.size : s.size + n]
+    k = np.full(n, -1, dtype=np.int64)
+    prev = np.zeros(n, dtype=bool)
+    prev[1:] = (rank[1:] - 1 >= lo[1:]) & (ends_sorted[:-1] > thr[1:])
+    k[prev] = rank[prev] - 1
+    rest = np.flatnonzero(~prev)
+    k[rest] = s.last_above(rest - 1, lo[rest], thr[rest])
     out[s.order[k >= 0]] = s.order[k[k >= 0]]
     return out

@@ -97,3 +97,20 @@ def test_parents_match_brute_force(ranges, include_end):
     groups = np.array([g for _, _, g in ranges], np.int64)
     got = enclosing_parents(starts, ends, groups, include_end=include_end)
     assert got.tolist() == _brute_parents(starts, ends, groups, include_end)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ranges, st.lists(st.tuples(st.integers(-2, 70), st.integers(0, 3)), max_size=20))
+def test_times_too_wide_for_one_int64_key_match_brute_force(ranges, queries):
+    """Times spread over 2**62 ns: (group, time) no longer fits one int64 key, the pairs are
+    sorted as pairs (the fallback of the composite keys)."""
+    scale = 2**56
+    starts = np.array([s * scale for s, _, _ in ranges], np.int64)
+    ends = np.array([(s + d) * scale for s, d, _ in ranges], np.int64)
+    groups = np.array([g for _, _, g in ranges], np.int64)
+    t = np.array([q * scale if q >= 0 else q for q, _ in queries], np.int64)
+    tg = np.array([g for _, g in queries], np.int64)
+    got = innermost_range(starts, ends, groups, t, tg)
+    assert got.tolist() == _brute(starts, ends, groups, t, tg, False)
+    got = enclosing_parents(starts, ends, groups)
+    assert got.tolist() == _brute_parents(starts, ends, groups, False)
