@@ -118,9 +118,12 @@ def bench(name: str, work: Path, repeat: int) -> list[tuple[str, float, int]]:
     for t in traces:
         gpu_events(t, opts)
 
-    def reset_kernel_ops() -> None:
+    from analyzers.op_models import attribution, calls
+
+    def reset_kernel_ops() -> None:  # and the call-stack memos they are built from
+        kept = (calls.host_threads, calls.call_parents, attribution.modelled_tops)
         for t in traces:
-            for m in (ops._plain_kernel_ops, ops._plain_categorized):
+            for m in (ops._plain_kernel_ops, ops._plain_categorized, *kept):
                 memo._slots.get(id(t), {}).pop(m, None)
 
     rows.append(
