@@ -273,12 +273,15 @@ def _cat_col(values: Any, n: int) -> pd.Categorical:
     return pd.Categorical(values)
 
 
-def _obj_col(values: Any, n: int) -> np.ndarray:
+def _obj_col(values: Any, n: int, owned: bool = False) -> np.ndarray:
     """An object column holding each value as it is (a list stays one list: no nested-sequence
-    discovery, which a slice assignment of a list does per element)."""
+    discovery, which a slice assignment of a list does per element); an object array handed
+    over (*owned*) is kept as it is."""
     if values is None:
         return np.full(n, None, dtype=object)
     if isinstance(values, np.ndarray):
+        if owned and values.dtype == object and values.ndim == 1:
+            return values
         out = np.empty(n, dtype=object)
         out[:] = values
         return out
@@ -312,7 +315,7 @@ def _build(
         elif c in cats:
             out[c] = _cat_col(v, n)
         else:
-            out[c] = _obj_col(v, n)
+            out[c] = _obj_col(v, n, owned)
     return _frame(out, order, n, owned=owned)
 
 

@@ -295,9 +295,10 @@ def _host_part(rows: Rows, acts: _Acts, idx: np.ndarray) -> Part:
     }
 
 
-def _compact(rows: Rows, acts: _Acts, ids: np.ndarray) -> list[str | None]:
-    """Rows._compact: the compact JSON text of each row's raw value (None where absent),
-    memoised in ``rows.compact`` by raw text; only the texts these rows use are decoded."""
+def _compact(rows: Rows, acts: _Acts, ids: np.ndarray) -> np.ndarray:
+    """Rows._compact: the compact JSON text of each row's raw value (None where absent), as an
+    object array, memoised in ``rows.compact`` by raw text; only the texts these rows use are
+    decoded."""
     raws = acts.cols.chunk.raws
     memo = rows.compact
     table: list[str | None] = [None] * (len(raws) + 1)  # the last entry: absent
@@ -306,7 +307,7 @@ def _compact(rows: Rows, acts: _Acts, ids: np.ndarray) -> list[str | None]:
         if k not in memo:
             memo[k] = msgspec.json.encode(msgspec.json.decode(k)).decode()
         table[i] = memo[k]
-    return np.array(table, dtype=object)[ids].tolist()
+    return np.array(table, dtype=object)[ids]
 
 
 def _gpu_user_part(acts: _Acts, idx: np.ndarray) -> Part:

@@ -92,18 +92,32 @@ _EMPTY_INTS = np.zeros(0, dtype=np.int64)
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One table's columns from its chunks' (numpy arrays or lists), which it consumes column
-    by column (each column's pieces are freed once it is whole: the table is never held
-    twice)."""
+    """One table's columns from its chunks' (numpy arrays, or lists or object arrays of Python
+    values), which it consumes column by column (each column's pieces are freed once it is
+    whole: the table is never held twice).  A column of lists only stays a list; one with an
+    object array (the native path's) becomes one object array."""
     out: dict[str, Any] = {}
     for key, first in list(parts[0].items()):
         pieces = [p.pop(key) for p in parts]
-        if isinstance(first, np.ndarray):
+        if all(isinstance(x, list) for x in pieces):
+            out[key] = list(chain.from_iterable(pieces))
+        elif all(isinstance(x, np.ndarray) and x.dtype != object for x in pieces):
             out[key] = np.concatenate(pieces) if len(pieces) > 1 else first
         else:
-            out[key] = list(chain.from_iterable(pieces))
+            out[key] = _objects(pieces)
         del first, pieces
         release_freed_memory()
+    return out
+
+
+def _objects(pieces: list[Any]) -> np.ndarray:
+    """One object array of the values of *pieces* (object arrays or lists), each value as it is
+    (strings, None, dicts: none is a sequence numpy would unpack)."""
+    out = np.empty(sum(map(len, pieces)), dtype=object)
+    at = 0
+    for x in pieces:
+        out[at : at + len(x)] = x
+        at += len(x)
     return out
 
 
