@@ -303,7 +303,7 @@ static int comm_markers(const unsigned char *s, size_t n) {
 /* A string at p->s (the opening quote): validated and skipped.  *start, *len: its raw content;
  * *escaped: whether it holds a backslash.  Control characters, bad escapes, lone surrogates
  * and invalid UTF-8 decline. */
-static int string(P *p, const unsigned char **start, size_t *len, int *escaped) {
+static inline __attribute__((always_inline)) int string(P *p, const unsigned char **start, size_t *len, int *escaped) {
     const unsigned char *s = p->s + 1, *end = p->end;
     int esc = 0;
     *start = s;
@@ -441,7 +441,7 @@ typedef struct {
 } Num;
 
 /* A number at p->s, validated against JSON's grammar; its digits accumulated on the way. */
-static int number(P *p, Num *n) {
+static inline __attribute__((always_inline)) int number(P *p, Num *n) {
     const unsigned char *s = p->s, *end = p->end;
     uint64_t m = 0;
     int sig = 0;
@@ -652,7 +652,7 @@ typedef struct {
     size_t raw_len;
 } Val;
 
-static int value(P *p, Val *v) {
+static inline __attribute__((always_inline)) int value(P *p, Val *v) {
     ws(p);
     if (p->s >= p->end) return -1;
     const unsigned char *start = p->s;
@@ -1164,6 +1164,28 @@ samples:;
     return 0;
 }
 
+/* The event-level keys Kineto writes on every event, matched on their raw bytes with the
+ * closing quote (so nothing else can match): the key's length, p->s moved past it; 0 for any
+ * other key (then read by string()). */
+#define B3(a, b, c) ((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16)
+#define B4(a, b, c, d) (B3(a, b, c) | (uint64_t)(d) << 24)
+#define B5(a, b, c, d, e) (B4(a, b, c, d) | (uint64_t)(e) << 32)
+
+static inline size_t event_key(P *p) {
+    if (p->end - p->s < 9) return 0;
+    uint64_t w = load64(p->s + 1);
+    uint64_t w3 = w & 0xFFFFFFULL, w4 = w & 0xFFFFFFFFULL, w5 = w & 0xFFFFFFFFFFULL;
+    size_t n = 0;
+    if (w3 == B3('p', 'h', '"') || w3 == B3('t', 's', '"')) n = 2;
+    else if (w4 == B4('c', 'a', 't', '"') || w4 == B4('d', 'u', 'r', '"') ||
+             w4 == B4('p', 'i', 'd', '"') || w4 == B4('t', 'i', 'd', '"'))
+        n = 3;
+    else if (w5 == B5('n', 'a', 'm', 'e', '"') || w5 == B5('a', 'r', 'g', 's', '"'))
+        n = 4;
+    if (n) p->s += n + 2;
+    return n;
+}
+
 /* whether a validated string's decoded text is *word* */
 static int str_is(Scan *sc, const Val *v, const char *word) {
     size_t n = strlen(word);
@@ -1189,9 +1211,13 @@ static int event(Scan *sc, P *p) {
         size_t kl;
         int esc;
         ws(p);
-        if (p->s >= p->end || *p->s != '"' || string(p, &k, &kl, &esc) || esc) return -1;
-        for (size_t i = 0; i < kl; i++)
-            if (k[i] >= 0x80) return -1;
+        if (p->s >= p->end || *p->s != '"') return -1;
+        k = p->s + 1;
+        if (!(kl = event_key(p))) {
+            if (string(p, &k, &kl, &esc) || esc) return -1;
+            for (size_t i = 0; i < kl; i++)
+                if (k[i] >= 0x80) return -1;
+        }
         if (expect(p, ':')) return -1;
         Val *dst = NULL;
         if (kl == 2 && k[0] == 'p' && k[1] == 'h') {
