@@ -36,21 +36,51 @@ def collectives_of(trace: Trace) -> pd.DataFrame:
 def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """The op category of every ``gpu`` row as ``(codes, categories)``: per row (int32,
     ``gpu`` order) the position of its category in *categories* (an object array of distinct
-    str) — for GPU work rows :func:`analyzers.serving.categories.categorize` of
-    :func:`analyzers.serving.ops.kernel_ops` (the launching op's name first, then the kernel
-    name), ``other`` for sync rows."""
+    str, in the order of their first GPU work row) — for GPU work rows the ``category`` of
+    :func:`analyzers.serving.ops.categorized_kernel_ops` (the launching op's name first, then
+    the kernel name: :func:`analyzers.serving.categories.category_positions`), ``other`` for
+    the other rows.  Computed from the rows' name, kind and launching op codes, as
+    ``categorized_kernel_ops`` computes them, without building its table."""
     import pandas as pd
 
-    from analyzers.serving.ops import categorized_kernel_ops
+    from analyzers.serving.categories import CATEGORIES, category_positions
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE, call_ops, launch_rows
+    from collectors.model import GPU_WORK_KINDS, names_matching
 
-    kops = categorized_kernel_ops(trace)
-    codes, uniques = pd.factorize(np.asarray(kops["category"].to_numpy(dtype=object)))
-    cats = [str(u) for u in uniques]
+    g, h = trace.gpu, trace.host
+    kind_codes, kinds = _codes(g["kind"])
+    work = np.flatnonzero(np.asarray([k in GPU_WORK_KINDS for k in kinds] + [False])[kind_codes])
+    launch = launch_rows(trace)[work]
+    has = launch >= 0
+    graph = np.zeros(len(work), bool)
+    if has.any():
+        graph[has] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has]]
+    op_row = np.full(len(work), -1, np.int64)
+    eager = has & ~graph
+    op_row[eager] = call_ops(trace, work[eager])
+    host_codes, ops = _codes(h["name"])
+    op_codes = np.full(len(work), -1, np.int64)
+    op_codes[op_row >= 0] = host_codes[op_row[op_row >= 0]]
+    name_codes, names = _codes(g["name"])
+    pos = category_positions((name_codes[work], names), (op_codes, ops), (kind_codes[work], kinds))
+    codes, uniques = pd.factorize(pos)
+    cats = [CATEGORIES[u] for u in uniques.tolist()]
     if OTHER not in cats:
         cats.append(OTHER)
-    out = np.full(len(trace.gpu), cats.index(OTHER), dtype=np.int32)
-    out[kops["gpu_row"].to_numpy(dtype=np.int64)] = codes
+    out = np.full(len(g), cats.index(OTHER), dtype=np.int32)
+    out[work] = codes
     return out, np.asarray(cats, dtype=object)
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, list[object]]:
+    """``(codes, distinct values)`` of a column (a categorical's own codes and categories;
+    code -1: missing), as :mod:`analyzers.serving.ops` reads them."""
+    import pandas as pd
+
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return np.asarray(col.cat.codes.to_numpy(), np.int64), col.cat.categories.tolist()
+    codes, uniques = pd.factorize(col.to_numpy(dtype=object))
+    return np.asarray(codes, np.int64), list(uniques)
 
 
 def kernel_category(name: str, op: str | None = None) -> str:
