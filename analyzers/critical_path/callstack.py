@@ -12,8 +12,11 @@ graph builders consume.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
+
+from collectors.arrays import sorted_unique
 
 Walk = list[tuple[int, bool, int]]
 """(event position, True on enter / False on exit, parent event position or -1)."""
@@ -42,14 +45,67 @@ def thread_walk_arrays(
     members: np.ndarray,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """:func:`thread_walks` as arrays per thread: (event, entering, parent)."""
+    for grp in _threads(pid, tid, members):
+        yield walk_arrays(ts, end, order, grp)
+
+
+def thread_lanes(
+    ts: np.ndarray,
+    end: np.ndarray,
+    order: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    members: np.ndarray,
+    flagged: np.ndarray,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per thread (as :func:`thread_walk_arrays`), the walk's (event, entering) and the
+    thread's events that are *flagged* (a bool per event position) or hold a flagged event
+    on the walk's stack (its ancestors), as positions (:func:`walk_lane`)."""
+    for grp in _threads(pid, tid, members):
+        yield walk_lane(ts, end, order, grp, flagged)
+
+
+def _threads(pid: np.ndarray, tid: np.ndarray, members: np.ndarray) -> list[np.ndarray]:
+    """*members* split by thread, threads in ``(pid, tid)`` order, each in *members* order."""
     if not len(members):
-        return
+        return []
     keys = np.lexsort((tid[members], pid[members]))
     m = members[keys]
     p, t = pid[m], tid[m]
     cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
-    for grp in np.split(m, cut):
-        yield walk_arrays(ts, end, order, grp)
+    return np.split(m, cut)
+
+
+def walk_lane(
+    ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray, flagged: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(event, entering, holding)``: the walk of one thread's events *grp* (as
+    :func:`walk_arrays`, without the parents) and the events of *grp* that are *flagged* or
+    hold a flagged event on the walk's stack (positions, in *grp* order).
+
+    When the events nest (:attr:`_Bounds.nested`), the walk is the boundaries' order and an
+    event holds exactly the events whose start lies between its own start and end there: a
+    running count of the flagged starts gives them, with no parent looked up.  Otherwise the
+    parents of :func:`walk_arrays` are climbed from the flagged events."""
+    b = _boundaries(ts, end, order, grp)
+    if b.nested:
+        count = np.cumsum(flagged[b.ids] & b.st, dtype=np.int64)
+        held = (count[b.end_at] > count[b.start_at]) | flagged[grp]
+        return b.ids.astype(np.int64), b.st, grp[held]
+    e, entering, parent = _walk_of(b)
+    srt = np.sort(grp)
+    up = np.full(len(grp), -1, np.int64)  # per event (srt order), its parent's index in srt
+    par = parent[entering]
+    up[np.searchsorted(srt, e[entering])] = np.where(
+        par >= 0, np.searchsorted(srt, np.maximum(par, 0)), -1
+    )
+    held = np.zeros(len(grp), bool)
+    cur = np.flatnonzero(flagged[srt])
+    while cur.size:
+        held[cur] = True
+        cur = sorted_unique(up[cur])
+        cur = cur[(cur >= 0) & ~held[np.maximum(cur, 0)]]
+    return e, entering, grp[np.isin(grp, srt[held])]
 
 
 def walk_arrays(
@@ -63,11 +119,43 @@ def walk_arrays(
     pushed while it is on the stack, before its next sibling) and leaves each node after its
     subtree, deepest first.  When every end pops its own event (the events nest), that walk is
     the boundaries' order itself.  Equal to :func:`_walk` (a property test checks it)."""
+    return _walk_of(_boundaries(ts, end, order, grp))
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """One thread's event boundaries in HTA's order (module docstring)."""
+
+    ids: np.ndarray
+    """The event of each boundary."""
+    st: np.ndarray
+    """Whether each boundary is a start."""
+    depth: np.ndarray
+    """The stack's depth after each boundary."""
+    clipped: bool
+    """Some end popped an empty stack."""
+    start_at: np.ndarray
+    end_at: np.ndarray
+    """Per event of the group (its order), the positions of its start and its end."""
+
+    @property
+    def nested(self) -> bool:
+        """Every end pops its own event: no end pops an empty stack, and each event's end
+        leaves the stack one below its start's depth (the first return to that depth after
+        a start is its own end: were it another event's, the earliest start whose end is
+        not its first return would have an earlier one — a contradiction)."""
+        return not self.clipped and bool(
+            np.array_equal(self.depth[self.end_at], self.depth[self.start_at] - 1)
+        )
+
+
+def _boundaries(ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray) -> _Bounds:
+    """The :class:`_Bounds` of the events *grp* (distinct positions, ``end > ts``)."""
     n = len(grp)
-    if not n:
-        empty = np.zeros(0, np.int64)
-        return empty, np.zeros(0, bool), empty
     ix = np.int32 if 2 * n + 1 < 2**31 else np.int64
+    if not n:
+        empty = np.zeros(0, ix)
+        return _Bounds(empty, np.zeros(0, bool), empty, False, empty, empty)
     dur = end[grp] - ts[grp]
     is_start = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
     seq = _lexsort_by_time(
@@ -77,24 +165,37 @@ def walk_arrays(
     del dur
     ids = np.concatenate([grp, grp])[seq]
     st = is_start[seq].astype(bool)
-    del is_start, seq
+    del is_start
+    at = np.empty(2 * n, ix)
+    at[seq] = np.arange(2 * n, dtype=ix)
+    del seq
     total = np.cumsum(np.where(st, 1, -1).astype(ix), dtype=ix)
     floor = np.minimum.accumulate(total)
     clipped = bool(floor[-1] < 0)  # an end popped an empty stack
     depth = total - np.minimum(floor, 0) if clipped else total
-    del total, floor
+    return _Bounds(ids, st, depth, clipped, at[:n], at[n:])
+
+
+def _walk_of(b: _Bounds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`walk_arrays` of the boundaries *b*."""
+    ids, st, depth = b.ids, b.st, b.depth
+    n = len(ids) // 2
+    if not n:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(0, bool), empty
+    ix = np.int32 if 2 * n + 1 < 2**31 else np.int64
     pos = np.flatnonzero(st).astype(ix)  # starts in push order = the walk's preorder
     ends = np.flatnonzero(~st).astype(ix)
     node = ids[pos]
     level = depth[pos]  # ≥ 1
     parent_i, popped = _last_pushes(depth, pos, ends)
     par_ev = np.where(parent_i >= 0, node[np.maximum(parent_i, 0)], -1).astype(np.int64)
-    if not clipped and (popped >= 0).all() and np.array_equal(node[popped], ids[ends]):
-        parent = np.empty(2 * n, np.int64)  # the events nest: the walk is the boundaries
+    if b.nested:  # the events nest: the walk is the boundaries
+        parent = np.empty(2 * n, np.int64)
         parent[pos] = par_ev
         parent[ends] = par_ev[popped]
         return ids.astype(np.int64), st, parent
-    del ends, popped, depth
+    del ends, popped
     # subtree sizes, deepest level first
     size = np.ones(n, np.int64)
     for lv in range(int(level.max()), 1, -1):

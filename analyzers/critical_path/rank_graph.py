@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzers.critical_path.callstack import thread_walk_arrays
+from analyzers.critical_path.callstack import thread_lanes
 from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
 from analyzers.critical_path.hta_graph import event_records
 from analyzers.critical_path.labels import (
@@ -282,19 +282,13 @@ def _host_lanes(b: _Builder, ev: Events, host: np.ndarray) -> np.ndarray:
     edges (each boundary's node → the next one's); returns which host events are, or contain,
     a launch (a launch and its ancestors on the walk's stack)."""
     launches_gpu = np.zeros(len(ev), bool)
-    is_launch = ev.name_in(LAUNCH_NAMES)
-    parent_of = np.full(len(ev), -1, np.int64)
-    for e, entering, parent in thread_walk_arrays(
-        ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host)
+    is_launch = ev.name_in(LAUNCH_NAMES) & host
+    for e, entering, holding in thread_lanes(
+        ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host), is_launch
     ):
         node = b.lane(e, entering)
         b.edges(node[:-1], node[1:], "host")
-        parent_of[e[entering]] = parent[entering]
-    cur = np.flatnonzero(is_launch & host)
-    while cur.size:
-        launches_gpu[cur] = True
-        cur = sorted_unique(parent_of[cur])
-        cur = cur[(cur >= 0) & ~launches_gpu[np.maximum(cur, 0)]]
+        launches_gpu[holding] = True
     return launches_gpu
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.critical_path.callstack import _walk, walk_arrays
+from analyzers.critical_path.callstack import _walk, walk_arrays, walk_lane
 
 intervals = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12)), max_size=25)
 
@@ -67,3 +67,47 @@ def test_walk_arrays_of_nested_events_equal_the_stack_loop(sizes, gaps, rnd) -> 
     e, entering, parent = walk_arrays(ts, end, order, grp)
     got = list(zip(e.tolist(), entering.tolist(), parent.tolist(), strict=True))
     assert got == _walk(ts, end, order, grp)
+
+
+def _holding_loop(walk, flagged: np.ndarray) -> list[int]:
+    """The flagged events and their ancestors, climbing the stack loop's parents."""
+    parent = {e: p for e, entering, p in walk if entering}
+    out: set[int] = set()
+    for e in parent:
+        x = e if flagged[e] else -1
+        while x >= 0 and x not in out:
+            out.add(x)
+            x = parent[x]
+    return sorted(out)
+
+
+def _check_lane(iv: list[tuple[int, int]], rnd) -> None:
+    n = len(iv)
+    ts = np.array([a for a, _ in iv], np.int64)
+    end = np.array([a + b for a, b in iv], np.int64)
+    order = np.array(rnd.sample(range(100), n), np.int64)
+    grp = np.array(rnd.sample(range(n), n), np.int64)
+    flagged = np.array([rnd.random() < 0.2 for _ in range(n)], bool)
+    e, entering, holding = walk_lane(ts, end, order, grp, flagged)
+    want = _walk(ts, end, order, grp)
+    assert list(zip(e.tolist(), entering.tolist(), strict=True)) == [(x, s) for x, s, _ in want]
+    assert sorted(holding.tolist()) == _holding_loop(want, flagged)
+    assert holding.tolist() == [x for x in grp.tolist() if x in set(holding.tolist())]
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(intervals, st.randoms(use_true_random=False))
+def test_walk_lane_equals_the_stack_loop(iv: list[tuple[int, int]], rnd) -> None:
+    """The walk and the events that hold a flagged one, on intervals that overlap."""
+    _check_lane(iv, rnd)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(
+    st.lists(st.integers(1, 6), max_size=25),
+    st.lists(st.integers(0, 2), min_size=1, max_size=10),
+    st.randoms(use_true_random=False),
+)
+def test_walk_lane_of_nested_events_equals_the_stack_loop(sizes, gaps, rnd) -> None:
+    """Events that nest: the holders from a running count of flagged starts."""
+    _check_lane(_nested(sizes, gaps), rnd)
