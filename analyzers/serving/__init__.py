@@ -14,19 +14,58 @@
 Definitions of every number are in ``docs/inference.md``.
 """
 
-from analyzers.serving.analysis import ServingAnalysis, serving_analysis
-from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
-from analyzers.serving.categories import CATEGORIES, category_breakdown, kernel_category
-from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
-from analyzers.serving.moe import moe_view
-from analyzers.serving.ops import kernel_ops
-from analyzers.serving.phases import (
-    PHASE_RULES,
-    PhaseRule,
-    phase_summary,
-    serving_steps,
-    step_ranges,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from analyzers.serving.analysis import ServingAnalysis, serving_analysis
+    from analyzers.serving.capture import capture_nodes, capture_regions, is_capture_trace
+    from analyzers.serving.categories import CATEGORIES, category_breakdown, kernel_category
+    from analyzers.serving.graphs import Capture, GraphAttribution, attribute_graphs
+    from analyzers.serving.moe import moe_view
+    from analyzers.serving.ops import kernel_ops
+    from analyzers.serving.phases import (
+        PHASE_RULES,
+        PhaseRule,
+        phase_summary,
+        serving_steps,
+        step_ranges,
+    )
+
+_MODULE_OF = {
+    "ServingAnalysis": "analysis",
+    "serving_analysis": "analysis",
+    "capture_nodes": "capture",
+    "capture_regions": "capture",
+    "is_capture_trace": "capture",
+    "CATEGORIES": "categories",
+    "category_breakdown": "categories",
+    "kernel_category": "categories",
+    "Capture": "graphs",
+    "GraphAttribution": "graphs",
+    "attribute_graphs": "graphs",
+    "moe_view": "moe",
+    "kernel_ops": "ops",
+    "PHASE_RULES": "phases",
+    "PhaseRule": "phases",
+    "phase_summary": "phases",
+    "serving_steps": "phases",
+    "step_ranges": "phases",
+}
+"""Where each name of the package lives: loaded on first use, so that a section importing one
+light module (``capture``, whose names integrity and launch read) does not import them all."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CATEGORIES",
