@@ -29,6 +29,7 @@ import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from analyzers.critical_path.labels import distinct
 from analyzers.critical_path.simulate import run
@@ -131,20 +132,20 @@ class Segments:
             return {}
         late = (self.labels == "late_rank")[self.cause_code]
         rank = np.where(late, self.rank, -1)
-        ranks, rank_at = np.unique(rank, return_inverse=True)
-        n_lab = len(self.labels)
-        key = (self.cause_code.astype(np.int64) * n_lab + self.detail_code) * len(ranks)
-        key += rank_at.reshape(-1)
-        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        sums = np.zeros(len(first), np.int64)
-        np.add.at(sums, inv.reshape(-1), self.duration_ns)
-        at = np.argsort(first, kind="stable")
-        f = first[at]
+        key = self.cause_code.astype(np.int64) * len(self.labels) + self.detail_code
+        if late.any():
+            ranks, rank_at = np.unique(rank, return_inverse=True)
+            key = key * len(ranks) + rank_at.reshape(-1)
+        group, _ = pd.factorize(key)  # numbered in the order of their first segment
+        sums = np.zeros(int(group.max()) + 1, np.int64)
+        np.add.at(sums, group, self.duration_ns)
+        top = np.maximum.accumulate(group)
+        f = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])  # each group's first segment
         c = self.labels[self.cause_code[f]].tolist()
         d = self.labels[self.detail_code[f]].tolist()
         return {
             (str(ci), str(di), int(r)): int(x)
-            for ci, di, r, x in zip(c, d, rank[f].tolist(), sums[at].tolist(), strict=True)
+            for ci, di, r, x in zip(c, d, rank[f].tolist(), sums.tolist(), strict=True)
         }
 
 
@@ -172,10 +173,15 @@ class StepPath:
         return len(self.table) if self.table is not None else 0
 
     def longest(self, k: int) -> list[Segment]:
-        """The *k* longest segments, longest first (ties in path order)."""
+        """The *k* longest segments, longest first (ties in path order): the stable sort by
+        duration of the segments at least as long as the *k*-th longest only."""
         if self.table is None:
             return []
-        pick = np.argsort(-self.table.duration_ns, kind="stable")[:k]
+        d = self.table.duration_ns
+        cand = np.arange(len(d))
+        if 0 < k < len(d):
+            cand = np.flatnonzero(d >= np.partition(d, len(d) - k)[len(d) - k])
+        pick = cand[np.argsort(-d[cand], kind="stable")[:k]]
         return self.table.rows(pick)
 
     def by_cause(self) -> dict[tuple[str, str, int], int]:
@@ -202,9 +208,7 @@ def step_paths(
     for st in g.steps:
         per_step.setdefault(st.num, []).append((st.rank, st.start, st.done))
     out = []
-    up = np.full(len(why), -1, np.int64)
-    bound = why >= 0
-    up[bound] = g.src[why[bound]]
+    up = np.where(why >= 0, g.src[why], -1) if len(g.src) else np.full(len(why), -1)
     walk = _Walk(up, times)
     t = walk.t
     for num in sorted(per_step):
@@ -232,14 +236,15 @@ class _Walk:
 
     def __init__(self, up: np.ndarray, times: np.ndarray) -> None:
         n = len(up)
-        ids = np.arange(n, dtype=np.int64)
+        ix = np.int32 if n < 2**31 else np.int64
+        ids = np.arange(n, dtype=ix)
         cont = np.zeros(n, bool)
         cont[1:] = up[1:] == ids[:-1]
         self.by_runs = not bool((cont[1:] & (times[1:] < times[:-1])).any())
-        head = np.maximum.accumulate(np.where(cont, 0, ids))
-        self.up = np.ascontiguousarray(up, np.int64).data
+        head = np.maximum.accumulate(np.where(cont, ix(0), ids))
+        self.up = np.ascontiguousarray(up, ix).data
         self.t = np.ascontiguousarray(times, np.int64).data
-        self.head = np.ascontiguousarray(head, np.int64).data
+        self.head = np.ascontiguousarray(head, ix).data
 
     def back(self, c_node: int, s_node: int, lo: int) -> tuple[np.ndarray, int]:
         """The nodes the walk from *c_node* leaves (path order: last left first) until it
