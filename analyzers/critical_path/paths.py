@@ -234,6 +234,30 @@ def first_latest_in_edges(
     return np.concatenate([gr.one_edge, gr.first_many(v == top)])
 
 
+def measured_why(
+    n: int, groups: InGroups, binding: np.ndarray, gap: np.ndarray, anchored: np.ndarray
+) -> np.ndarray:
+    """Per node, the edge that sets its time in the replay of the measured delays (-1: none)
+    — what :func:`settled` gives, without its checks, for a graph of nodes ``0..n-1`` whose
+    edges have the measured *gap* (``time[dst] - time[src]``) and whose delays are the gap on
+    each node's *binding* edge and ``min(0, gap)`` on the others, with anchors at the measured
+    times of the nodes without in-edges and of the *anchored* nodes (and no anchor elsewhere):
+    the step graph's (:func:`analyzers.critical_path.step_graph.build_step_graph`).
+
+    Those times solve the replay's equation by construction: an edge reaches its node's time
+    exactly where its delay is its gap (the binding edge, or a gap ≤ 0), the others fall short,
+    and an anchor never exceeds its node's time.  So a node's edge is its first in-edge (edge
+    order) that is binding or has a gap ≤ 0, except where the anchor is the time itself (no
+    edge reaches above it).  *groups*: :func:`in_groups` of the edges."""
+    why = np.full(n, -1, groups.one_edge.dtype)
+    why[groups.one] = groups.one_edge
+    if len(groups.many):
+        e = groups.many_edges
+        why[groups.many] = groups.first_many(binding[e] | (gap[e] <= 0))
+    why[anchored] = -1
+    return why
+
+
 NO_ANCHOR = -(2**62)
 """The anchor of a node that only follows its predecessors (below any time)."""
 

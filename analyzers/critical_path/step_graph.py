@@ -32,7 +32,7 @@ from analyzers.critical_path.paths import (
     forward_order_of,
     in_edges,
     in_groups,
-    settled,
+    measured_why,
     topological_order,
 )
 from analyzers.critical_path.rank_graph import (
@@ -41,7 +41,7 @@ from analyzers.critical_path.rank_graph import (
     RankGraph,
     rank_graph,
 )
-from analyzers.critical_path.replay import ReplayPlan, replay_plan, replay_with
+from analyzers.critical_path.replay import ReplayPlan, replay_plan
 
 if TYPE_CHECKING:
     from collectors.model import Trace
@@ -115,6 +115,9 @@ class StepGraph:
     is then :func:`~analyzers.critical_path.paths.topological_order` of the graph)."""
     pred: tuple[np.ndarray, np.ndarray, np.ndarray]
     """Each node's in-edges (:func:`analyzers.critical_path.paths.in_edges`)."""
+    why: np.ndarray
+    """Per node, the edge that sets its time in the replay with no change (-1: none;
+    :func:`analyzers.critical_path.paths.measured_why`)."""
     dropped_edges: int = 0
     """``launch`` / ``stream`` edges left out because they point back in time
     (:func:`_forward_only`)."""
@@ -147,18 +150,12 @@ class StepGraph:
     @functools.cached_property
     def measured(self) -> tuple[np.ndarray, np.ndarray]:
         """The replay with no change (node times, binding edge per node; read-only): the
-        measured times, which solve it (:func:`analyzers.critical_path.paths.settled`), and
-        else the pass."""
-        groups = in_groups(self.pred)
-        done = settled(self.node_time, self.src, self.dst, self.delay, self.anchor, groups)
-        del groups
-        if done is None:
-            times, why = replay_with(self.replay_plan, self.delay)
-            assert why is not None
-            times.flags.writeable = False
-            done = times, why
-        done[1].flags.writeable = False
-        return done
+        measured times, which solve it by construction, and :attr:`why`."""
+        times = self.node_time.view()
+        times.flags.writeable = False
+        why = self.why.view()
+        why.flags.writeable = False
+        return times, why
 
     @functools.cached_property
     def replay_plan(self) -> ReplayPlan:
@@ -369,13 +366,16 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     gap = aligned[d_all] - t_src
     n = len(aligned)
     pred = in_edges(n, d_all)
+    groups = in_groups(pred)
     binding = np.zeros(len(s_all), bool)
-    binding[first_latest_in_edges(pred, t_src)] = True
+    binding[first_latest_in_edges(pred, t_src, groups)] = True
     del t_src
     delay = np.minimum(gap, 0)
     delay[binding] = gap[binding]
     forward = forward_order_of(n, s_all, d_all, aligned, gap)
-    del gap
+    starts = [p.step_start + b for p, b in zip(ps, base.tolist(), strict=False)]
+    why = measured_why(n, groups, binding, gap, np.concatenate(starts))
+    del gap, groups
     steps = [
         StepRef(
             p.rank,
@@ -408,6 +408,7 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
         offsets,
         forward,
         pred,
+        why,
         dropped,
     )
 

@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 from analyzers.critical_path import rank_graph as rg
 from analyzers.critical_path.blame import Segment, step_paths
 from analyzers.critical_path.paths import (
+    NO_ANCHOR,
     first_latest_in_edges,
     forward_order,
     in_edges,
+    in_groups,
+    measured_why,
     settled,
 )
 from analyzers.critical_path.replay import chain_roots, replay
@@ -198,6 +201,7 @@ def test_measured_replay_without_a_pass_equals_the_pass(label, traces) -> None:
     got = settled(g.node_time, g.src, g.dst, g.delay, anchor)
     assert got is not None
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert np.array_equal(g.measured[0], want[0]) and np.array_equal(g.measured[1], want[1])
     changed = delays(g, Change("cuda_graphs"))
     if not np.array_equal(changed, g.delay):  # a what-if: the measured times no longer solve it
         assert settled(g.node_time, g.src, g.dst, changed, anchor) is None
@@ -313,6 +317,31 @@ def test_in_edges_and_binding_edges_equal_the_sorts_they_replace(dag) -> None:
         want = sorted(seq[np.r_[True, dst[seq][1:] != dst[seq][:-1]]].tolist())
     got = first_latest_in_edges((ptr, edges, first), time[src])
     assert sorted(got.tolist()) == want
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(dags, st.lists(st.booleans(), min_size=30, max_size=30))
+def test_measured_binding_edges_equal_the_checked_solution(dag, anchored) -> None:
+    """With the step graph's measured delays (the gap on each node's binding edge, at most 0
+    elsewhere) and anchors (measured times of the nodes without in-edges and of some others),
+    :func:`measured_why` gives what :func:`settled` finds after checking the times solve the
+    replay — times in any order, negative gaps, ties between sources."""
+    n, pairs, gaps, _ = dag
+    src = np.array([u for u, _ in pairs], np.int64)
+    dst = np.array([v for _, v in pairs], np.int64)
+    time = np.asarray(gaps, np.int64) * 3 - 4
+    pred = in_edges(n, dst)
+    binding = np.zeros(len(src), bool)
+    binding[first_latest_in_edges(pred, time[src])] = True
+    gap = time[dst] - time[src]
+    delay = np.where(binding, gap, np.minimum(gap, 0))
+    held = np.flatnonzero(np.asarray(anchored[:n], bool))
+    anchor = np.where(np.isin(np.arange(n), dst), NO_ANCHOR, time)
+    anchor[held] = time[held]
+    want = settled(time, src, dst, delay, anchor)
+    assert want is not None
+    got = measured_why(n, in_groups(pred), binding, gap, held)
+    assert got.tolist() == want[1].tolist()
 
 
 def test_forward_order_raises_on_a_cycle_of_equal_times() -> None:
