@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.critical_path.paths import NO_ANCHOR
+from analyzers.critical_path.scan import ScanPlan, hub_times, scan_plan
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,9 @@ class ReplayPlan:
     """The hubs no hub depends on that have in-edges (positions in :attr:`hubs`) and their
     in-edges as the loop's, grouped by hub (``sink_at``: each group's start): taken at once
     after the pass."""
+    scan: ScanPlan | None = None
+    """The pass as scans along chains of hubs (:mod:`analyzers.critical_path.scan`), where
+    that pays: used by the replays without binding edges."""
 
 
 def replay_plan(
@@ -210,6 +214,7 @@ def replay_plan(
         root[~loop],
         frm[~loop],
         (np.cumsum(sizes) - sizes).astype(ix),
+        scan_plan(len(hubs), hub_of[loop], root[loop]),
     )
 
 
@@ -227,6 +232,15 @@ def replay_with(
     def added(edge: np.ndarray, source: np.ndarray) -> np.ndarray:
         return acc_x[source] + delay[edge]
 
+    if not binding and plan.scan is not None:
+        hub_t = hub_times(
+            plan.scan,
+            plan.hub_anchor,
+            plan.loop_hub,
+            plan.loop_root,
+            added(plan.loop_edge, plan.loop_from),
+        )
+        return _finish(plan, hub_t, None, acc, added(plan.sink_edge, plan.sink_from)), None
     t = plan.hub_anchor.tolist()
     why = [-1] * len(t)
     # One flat pass over the in-edges, hub by hub in topological order: an edge's root is an
@@ -246,24 +260,39 @@ def replay_with(
     hub_t = np.asarray(t, np.int64)
     hub_why = np.asarray(why, np.int64)
     del t, why, rows
-    if len(plan.sink):  # hubs nothing depends on: all at once
-        c = hub_t[plan.sink_root] + added(plan.sink_edge, plan.sink_from)
-        sizes = np.diff(np.r_[plan.sink_at, len(c)])
-        best = np.maximum(np.maximum.reduceat(c, plan.sink_at), hub_t[plan.sink])
-        hit = (c == np.repeat(best, sizes)) & (c > np.repeat(hub_t[plan.sink], sizes))
-        first = np.minimum.reduceat(np.where(hit, np.arange(len(c)), len(c)), plan.sink_at)
-        found = first < len(c)
-        hub_why[plan.sink[found]] = plan.sink_edge[first[found]]
-        hub_t[plan.sink] = best
-    times = np.empty(plan.n, np.int64)
-    times[plan.hubs] = hub_t
-    times[r.node] = times[plan.chain_root] + acc
+    times = _finish(plan, hub_t, hub_why, acc, added(plan.sink_edge, plan.sink_from))
     if not binding:
         return times, None
     why_all = np.full(plan.n, -1, np.int64)
     why_all[plan.hubs] = hub_why
     why_all[r.node] = plan.chain_edge
     return times, why_all
+
+
+def _finish(
+    plan: ReplayPlan,
+    hub_t: np.ndarray,
+    hub_why: np.ndarray | None,
+    acc: np.ndarray,
+    sink_added: np.ndarray,
+) -> np.ndarray:
+    """Every node's time from the pass's hub times *hub_t*: the hubs no hub depends on at
+    once (what each in-edge adds to its root: *sink_added*; their binding edges into
+    *hub_why* when given), each simple node its chain root's time plus *acc*."""
+    if len(plan.sink):  # hubs nothing depends on: all at once
+        c = hub_t[plan.sink_root] + sink_added
+        sizes = np.diff(np.r_[plan.sink_at, len(c)])
+        best = np.maximum(np.maximum.reduceat(c, plan.sink_at), hub_t[plan.sink])
+        if hub_why is not None:
+            hit = (c == np.repeat(best, sizes)) & (c > np.repeat(hub_t[plan.sink], sizes))
+            first = np.minimum.reduceat(np.where(hit, np.arange(len(c)), len(c)), plan.sink_at)
+            found = first < len(c)
+            hub_why[plan.sink[found]] = plan.sink_edge[first[found]]
+        hub_t[plan.sink] = best
+    times = np.empty(plan.n, np.int64)
+    times[plan.hubs] = hub_t
+    times[plan.runs.node] = times[plan.chain_root] + acc
+    return times
 
 
 def replay(
