@@ -137,8 +137,7 @@ class Segments:
             ranks, rank_at = np.unique(rank, return_inverse=True)
             key = key * len(ranks) + rank_at.reshape(-1)
         group, _ = pd.factorize(key)  # numbered in the order of their first segment
-        sums = np.zeros(int(group.max()) + 1, np.int64)
-        np.add.at(sums, group, self.duration_ns)
+        sums = _group_sums(group, self.duration_ns)
         top = np.maximum.accumulate(group)
         f = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])  # each group's first segment
         c = self.labels[self.cause_code[f]].tolist()
@@ -147,6 +146,18 @@ class Segments:
             (str(ci), str(di), int(r)): int(x)
             for ci, di, r, x in zip(c, d, rank[f].tolist(), sums.tolist(), strict=True)
         }
+
+
+def _group_sums(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Σ *values* (int64) per group ``0..max(group)``, exactly: a float ``bincount`` where
+    the values are ≥ 0 and every partial sum stays below 2**53 (each then exact), else
+    ``np.add.at``."""
+    n = int(group.max()) + 1
+    if int(values.max()) * len(values) < 2**53 and int(values.min()) >= 0:
+        return np.bincount(group, weights=values, minlength=n).astype(np.int64)
+    sums = np.zeros(n, np.int64)
+    np.add.at(sums, group, values)
+    return sums
 
 
 @dataclass
