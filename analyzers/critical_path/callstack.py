@@ -49,6 +49,20 @@ def thread_walk_arrays(
         yield walk_arrays(ts, end, order, grp)
 
 
+@dataclass(frozen=True)
+class Lane:
+    """One thread's walk (:func:`walk_lane`)."""
+
+    event: np.ndarray
+    entering: np.ndarray
+    """The walk: each boundary's event and whether it enters it."""
+    holding: np.ndarray
+    """The events that are flagged or hold a flagged event on the walk's stack."""
+    asked: np.ndarray
+    op: np.ndarray
+    """The asked events whose innermost op was found, and that op (-1: none)."""
+
+
 def thread_lanes(
     ts: np.ndarray,
     end: np.ndarray,
@@ -57,12 +71,13 @@ def thread_lanes(
     tid: np.ndarray,
     members: np.ndarray,
     flagged: np.ndarray,
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per thread (as :func:`thread_walk_arrays`), the walk's (event, entering) and the
-    thread's events that are *flagged* (a bool per event position) or hold a flagged event
-    on the walk's stack (its ancestors), as positions (:func:`walk_lane`)."""
+    asked: np.ndarray | None = None,
+    is_op: np.ndarray | None = None,
+) -> Iterator[Lane]:
+    """Per thread (as :func:`thread_walk_arrays`), its :class:`Lane` (:func:`walk_lane`):
+    *flagged*, *asked* and *is_op* are bools per event position."""
     for grp in _threads(pid, tid, members):
-        yield walk_lane(ts, end, order, grp, flagged)
+        yield walk_lane(ts, end, order, grp, flagged, asked, is_op)
 
 
 def _threads(pid: np.ndarray, tid: np.ndarray, members: np.ndarray) -> list[np.ndarray]:
@@ -77,21 +92,33 @@ def _threads(pid: np.ndarray, tid: np.ndarray, members: np.ndarray) -> list[np.n
 
 
 def walk_lane(
-    ts: np.ndarray, end: np.ndarray, order: np.ndarray, grp: np.ndarray, flagged: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(event, entering, holding)``: the walk of one thread's events *grp* (as
-    :func:`walk_arrays`, without the parents) and the events of *grp* that are *flagged* or
-    hold a flagged event on the walk's stack (positions, in *grp* order).
+    ts: np.ndarray,
+    end: np.ndarray,
+    order: np.ndarray,
+    grp: np.ndarray,
+    flagged: np.ndarray,
+    asked: np.ndarray | None = None,
+    is_op: np.ndarray | None = None,
+) -> Lane:
+    """The :class:`Lane` of one thread's events *grp*: the walk (as :func:`walk_arrays`,
+    without the parents), the events of *grp* that are *flagged* or hold a flagged event on
+    the walk's stack (positions, in *grp* order), and for the *asked* events of *grp* (not
+    *is_op* themselves) the innermost *is_op* event holding their start, where the events
+    nest (:func:`_innermost_ops`).
 
     When the events nest (:attr:`_Bounds.nested`), the walk is the boundaries' order and an
     event holds exactly the events whose start lies between its own start and end there: a
     running count of the flagged starts gives them, with no parent looked up.  Otherwise the
     parents of :func:`walk_arrays` are climbed from the flagged events."""
     b = _boundaries(ts, end, order, grp)
+    none = np.zeros(0, np.int64)
     if b.nested:
         count = np.cumsum(flagged[b.ids] & b.st, dtype=np.int64)
         held = (count[b.end_at] > count[b.start_at]) | flagged[grp]
-        return b.ids.astype(np.int64), b.st, grp[held]
+        found = (none, none)
+        if asked is not None and is_op is not None:
+            found = _innermost_ops(b, ts, end, grp, asked & ~is_op, is_op)
+        return Lane(b.ids.astype(np.int64), b.st, grp[held], *found)
     e, entering, parent = _walk_of(b)
     srt = np.sort(grp)
     up = np.full(len(grp), -1, np.int64)  # per event (srt order), its parent's index in srt
@@ -105,7 +132,65 @@ def walk_lane(
         held[cur] = True
         cur = sorted_unique(up[cur])
         cur = cur[(cur >= 0) & ~held[np.maximum(cur, 0)]]
-    return e, entering, grp[np.isin(grp, srt[held])]
+    return Lane(e, entering, grp[np.isin(grp, srt[held])], none, none)
+
+
+def _innermost_ops(
+    b: _Bounds,
+    ts: np.ndarray,
+    end: np.ndarray,
+    grp: np.ndarray,
+    asked: np.ndarray,
+    is_op: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(events, op)``: per *asked* event of *grp* (nested boundaries *b*), the innermost
+    *is_op* event holding its start — of the *is_op* events with ``ts <= t < end`` the last
+    by (start, end descending, position): :func:`collectors.linking.innermost_range`'s rule
+    — or -1, for the asked events where the walk gives it.
+
+    In nested boundaries the ops holding an event's start are its ancestors and those of its
+    descendants that start with it; the ancestors nest (a later start, an end no later), so
+    the innermost is the last op pushed at the op depth of the event's start (one stable sort
+    of the op starts and the queries by op depth).  Left out, for the exact look-up: an event
+    whose next boundary starts at its own time (a descendant may start with it), an op whose
+    previous boundary starts with it and ends with it (ops of equal ranges, ordered by
+    position there, by the walk's order here), an event starting before 0 (unknown)."""
+    ids = b.ids
+    qi = np.flatnonzero(asked[grp])
+    if not len(qi):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ix = np.int32 if len(ids) < 2**31 else np.int64
+    p: np.ndarray = b.start_at[qi].astype(ix)
+    op = is_op[ids]
+    push = op & b.st
+    # ops open after each boundary (at most the stack's depth: int16 keys sort by radix)
+    lv = np.int16 if int(b.depth.max()) < 2**15 else ix
+    level: np.ndarray = np.cumsum(push, dtype=lv)
+    level -= np.cumsum(op & ~b.st, dtype=lv)
+    entry = np.zeros(len(ids), bool)
+    entry[p] = True
+    sel = np.flatnonzero(push | entry).astype(ix)
+    del entry
+    key = level[sel]
+    o = np.argsort(key, kind="stable")
+    key, sel = key[o], sel[o]
+    last = np.where(push[sel], np.arange(len(sel), dtype=ix), ix(-1))
+    np.maximum.accumulate(last, out=last)  # per entry, the last push at or before it
+    ok = last >= 0
+    np.maximum(last, 0, out=last)
+    ok &= key[last] == key
+    at = np.empty(len(ids), ix)  # each query's answer, by its boundary position
+    at[sel] = np.where(ok, sel[last], -1)
+    where = at[p]  # the op's start boundary, -1: none
+    t = ts[ids[p]]
+    nxt = np.minimum(p + 1, len(ids) - 1)
+    keep = (t >= 0) & ~((p + 1 < len(ids)) & b.st[nxt] & (ts[ids[nxt]] == t))
+    found = where >= 0
+    o_ev = ids[np.maximum(where, 0)]
+    prev = np.maximum(where - 1, 0)
+    same = (where >= 1) & b.st[prev] & (ts[ids[prev]] == ts[o_ev]) & (end[ids[prev]] == end[o_ev])
+    keep &= ~(found & same)
+    return grp[qi[keep]], np.where(found, o_ev, -1)[keep].astype(np.int64)
 
 
 def walk_arrays(

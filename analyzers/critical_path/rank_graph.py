@@ -46,7 +46,7 @@ from analyzers.critical_path.labels import (
     K,
     edge_labels,
 )
-from analyzers.critical_path.sources import collectives_of, gpu_category_codes
+from analyzers.critical_path.sources import collectives_of, gpu_category_codes, launch_rows
 from collectors.arrays import dense_codes, sorted_unique
 from collectors.linking import group_codes
 
@@ -210,7 +210,11 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     host = ev.is_host & (ev.end > ev.ts) & (ev.cat_in(NODE_CATS) | is_step)
     gpu = ~ev.is_host & (ev.stream >= 0) & ev.cat_in(GPU_ROW_CATS)
     b = _Builder(ev)
-    launches_gpu = _host_lanes(b, ev, host)
+    calls = launch_rows(trace)
+    asked = np.zeros(len(ev), bool)
+    asked[calls[calls >= 0]] = True  # host rows come first among the events
+    launches_gpu, op_at = _host_lanes(b, ev, host, asked)
+    del asked
     g_rows = np.flatnonzero(gpu)
     order = g_rows[np.lexsort((ev.ts[g_rows], ev.stream[g_rows], ev.pid[g_rows]))]
     b.lane(np.repeat(order, 2), np.tile([True, False], len(order)))
@@ -251,7 +255,8 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     lg = np.append(launches_gpu, False)  # event -1 → launches nothing
     launching = (kind == K["host"]) & lg[ev_u] & lg[ev_v]
     del lg, launches_gpu
-    cat_codes, cats = gpu_category_codes(trace)
+    cat_codes, cats = gpu_category_codes(trace, op_at[:n_host])
+    del op_at
     ev_cat = np.concatenate([np.full(n_host, -1, np.int32), cat_codes])
     del cat_codes
     lab = edge_labels(
@@ -277,19 +282,26 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     )
 
 
-def _host_lanes(b: _Builder, ev: Events, host: np.ndarray) -> np.ndarray:
+def _host_lanes(
+    b: _Builder, ev: Events, host: np.ndarray, asked: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The *host* events' nodes, thread by thread in HTA's call-stack walk order, and the walk
     edges (each boundary's node → the next one's); returns which host events are, or contain,
-    a launch (a launch and its ancestors on the walk's stack)."""
+    a launch (a launch and its ancestors on the walk's stack), and per event the innermost
+    non-step ``cpu_op`` holding the start of the *asked* ones (-1: none; -2: not asked, or
+    left to the exact look-up: :func:`~analyzers.critical_path.callstack.walk_lane`)."""
     launches_gpu = np.zeros(len(ev), bool)
     is_launch = ev.name_in(LAUNCH_NAMES) & host
-    for e, entering, holding in thread_lanes(
-        ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host), is_launch
+    is_op = ev.cat_in(("cpu_op",)) & ~ev.per_name(lambda s: s.startswith(STEP_PREFIX))
+    op_at = np.full(len(ev), -2, np.int64)
+    for lane in thread_lanes(
+        ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host), is_launch, asked, is_op
     ):
-        node = b.lane(e, entering)
+        node = b.lane(lane.event, lane.entering)
         b.edges(node[:-1], node[1:], "host")
-        launches_gpu[holding] = True
-    return launches_gpu
+        launches_gpu[lane.holding] = True
+        op_at[lane.asked] = lane.op
+    return launches_gpu, op_at
 
 
 def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> None:

@@ -33,18 +33,32 @@ def collectives_of(trace: Trace) -> pd.DataFrame:
     return collectives_table(trace)
 
 
-def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def launch_rows(trace: Trace) -> np.ndarray:
+    """Per ``gpu`` row, the host row of its launching call, or -1
+    (:func:`analyzers.serving.ops.launch_rows`, memoised; read-only)."""
+    from analyzers.serving.ops import launch_rows as rows
+
+    return rows(trace)
+
+
+def gpu_category_codes(
+    trace: Trace, call_op: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The op category of every ``gpu`` row as ``(codes, categories)``: per row (int32,
     ``gpu`` order) the position of its category in *categories* (an object array of distinct
     str, in the order of their first GPU work row) — for GPU work rows the ``category`` of
     :func:`analyzers.serving.ops.categorized_kernel_ops` (the launching op's name first, then
     the kernel name: :func:`analyzers.serving.categories.category_positions`), ``other`` for
     the other rows.  Computed from the rows' name, kind and launching op codes, as
-    ``categorized_kernel_ops`` computes them, without building its table."""
+    ``categorized_kernel_ops`` computes them, without building its table.
+
+    *call_op*: per host row, the innermost non-step ``cpu_op`` holding its start where known
+    (-1: none; -2: unknown), as :func:`analyzers.serving.ops.call_ops` finds it; the launching
+    calls it does not know are looked up (:func:`analyzers.serving.ops.innermost_ops`)."""
     import pandas as pd
 
     from analyzers.serving.categories import CATEGORIES, category_positions
-    from analyzers.serving.ops import GRAPH_LAUNCH_RE, call_ops, launch_rows
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE, call_ops
     from collectors.model import GPU_WORK_KINDS, names_matching
 
     g, h = trace.gpu, trace.host
@@ -56,8 +70,14 @@ def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     if has.any():
         graph[has] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has]]
     op_row = np.full(len(work), -1, np.int64)
-    eager = has & ~graph
-    op_row[eager] = call_ops(trace, work[eager])
+    eager = np.flatnonzero(has & ~graph)
+    if call_op is None:
+        op_row[eager] = call_ops(trace, work[eager])
+    else:
+        op_row[eager] = call_op[launch[eager]]
+        unknown = eager[op_row[eager] == -2]
+        if len(unknown):
+            op_row[unknown] = _ops_at(h, launch[unknown])
     host_codes, ops = _codes(h["name"])
     op_codes = np.full(len(work), -1, np.int64)
     op_codes[op_row >= 0] = host_codes[op_row[op_row >= 0]]
@@ -70,6 +90,19 @@ def gpu_category_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     out = np.full(len(g), cats.index(OTHER), dtype=np.int32)
     out[work] = codes
     return out, np.asarray(cats, dtype=object)
+
+
+def _ops_at(host: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
+    """Per host row of *calls*, the innermost non-step ``cpu_op`` holding its start on its
+    thread (:func:`analyzers.serving.ops.innermost_ops`), over the ops that can hold one of
+    those instants."""
+    from analyzers.serving.ops import innermost_ops, op_rows
+
+    ops = op_rows(host)
+    start, end = host["start_ns"].to_numpy(), host["end_ns"].to_numpy()
+    t = start[calls]
+    ops = ops[(start[ops] <= t.max()) & (end[ops] > t.min())]
+    return innermost_ops(host, calls, ops)
 
 
 def _codes(col: pd.Series) -> tuple[np.ndarray, list[object]]:

@@ -81,18 +81,35 @@ def _holding_loop(walk, flagged: np.ndarray) -> list[int]:
     return sorted(out)
 
 
-def _check_lane(iv: list[tuple[int, int]], rnd) -> None:
+def _innermost_op(ts, end, grp, is_op, x: int) -> int:
+    """The op holding *x*'s start that is last by (start, end descending, position): the
+    rule of collectors.linking.innermost_range."""
+    t = int(ts[x])
+    held = [o for o in grp.tolist() if is_op[o] and ts[o] <= t < end[o]]
+    return max(held, key=lambda o: (int(ts[o]), -int(end[o]), o), default=-1)
+
+
+def _check_lane(iv: list[tuple[int, int]], rnd) -> int:
+    """Checks the lane of *iv*; returns how many asked events it resolved."""
     n = len(iv)
     ts = np.array([a for a, _ in iv], np.int64)
     end = np.array([a + b for a, b in iv], np.int64)
     order = np.array(rnd.sample(range(100), n), np.int64)
     grp = np.array(rnd.sample(range(n), n), np.int64)
     flagged = np.array([rnd.random() < 0.2 for _ in range(n)], bool)
-    e, entering, holding = walk_lane(ts, end, order, grp, flagged)
+    is_op = np.array([rnd.random() < 0.6 for _ in range(n)], bool)
+    asked = np.array([rnd.random() < 0.5 for _ in range(n)], bool)
+    lane = walk_lane(ts, end, order, grp, flagged, asked, is_op)
     want = _walk(ts, end, order, grp)
-    assert list(zip(e.tolist(), entering.tolist(), strict=True)) == [(x, s) for x, s, _ in want]
-    assert sorted(holding.tolist()) == _holding_loop(want, flagged)
-    assert holding.tolist() == [x for x in grp.tolist() if x in set(holding.tolist())]
+    got = list(zip(lane.event.tolist(), lane.entering.tolist(), strict=True))
+    assert got == [(x, s) for x, s, _ in want]
+    holding = lane.holding.tolist()
+    assert sorted(holding) == _holding_loop(want, flagged)
+    assert holding == [x for x in grp.tolist() if x in set(holding)]
+    assert set(lane.asked.tolist()) <= {x for x in grp.tolist() if asked[x] and not is_op[x]}
+    for x, op in zip(lane.asked.tolist(), lane.op.tolist(), strict=True):
+        assert op == _innermost_op(ts, end, grp, is_op, x)
+    return len(lane.asked)
 
 
 @settings(max_examples=1500, deadline=None, derandomize=True)
@@ -109,5 +126,19 @@ def test_walk_lane_equals_the_stack_loop(iv: list[tuple[int, int]], rnd) -> None
     st.randoms(use_true_random=False),
 )
 def test_walk_lane_of_nested_events_equals_the_stack_loop(sizes, gaps, rnd) -> None:
-    """Events that nest: the holders from a running count of flagged starts."""
+    """Events that nest: the holders from a running count of flagged starts, the innermost
+    op at an asked event's start from the op depth (ties between boundaries, equal ranges)."""
     _check_lane(_nested(sizes, gaps), rnd)
+
+
+def test_walk_lane_resolves_the_asked_events_of_nested_ops_without_ties() -> None:
+    """Nested events at distinct times: every asked event gets its op from the walk."""
+    iv = [(0, 100), (10, 50), (12, 3), (20, 10), (22, 2), (60, 30), (61, 1), (70, 5)]
+    n = len(iv)
+    ts = np.array([a for a, _ in iv], np.int64)
+    end = np.array([a + b for a, b in iv], np.int64)
+    is_op = np.array([True, True, False, True, False, False, False, True])
+    asked = ~is_op
+    lane = walk_lane(ts, end, np.arange(n), np.arange(n), np.zeros(n, bool), asked, is_op)
+    assert sorted(lane.asked.tolist()) == [2, 4, 5, 6]
+    assert dict(zip(lane.asked.tolist(), lane.op.tolist(), strict=True)) == {2: 1, 4: 3, 5: 0, 6: 0}

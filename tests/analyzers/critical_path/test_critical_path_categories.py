@@ -5,10 +5,13 @@ column of :func:`analyzers.serving.ops.categorized_kernel_ops`, factorized in ro
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from analyzers.critical_path import rank_graph
 from analyzers.critical_path.sources import OTHER, gpu_category_codes
 from analyzers.serving.ops import categorized_kernel_ops
 from collectors.kineto import read_kineto
@@ -38,6 +41,19 @@ def _assert_same(trace: Trace) -> None:
     assert cats.tolist() == want_cats.tolist()
     assert codes.dtype == want_codes.dtype
     assert np.array_equal(codes, want_codes)
+    _assert_same_part(trace)
+
+
+def _assert_same_part(trace: Trace) -> None:
+    """The graph part's labels with the launching ops found by its call-stack walk equal
+    those with the categorised kernel-op table's categories."""
+    got = rank_graph.rank_graph(trace)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rank_graph, "gpu_category_codes", lambda t, call_op=None: _reference(t))
+        want = rank_graph.rank_graph(trace)
+    assert got.labels.tolist() == want.labels.tolist()
+    for f in ("category_code", "cause_code", "detail_code", "name_code"):
+        assert np.array_equal(getattr(got, f), getattr(want, f)), f
 
 
 def _mixed() -> Trace:
@@ -76,6 +92,36 @@ def _mixed() -> Trace:
 
 def test_launches_in_ops_steps_graphs_copies_and_orphans() -> None:
     _assert_same(_mixed())
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["nested", "overlapping ops"])
+def test_launches_the_walk_leaves_to_the_exact_look_up(overlap: bool) -> None:
+    """An op starting with its launch inside it, ops of equal ranges around a launch (the
+    walk orders them by their position in the file, the look-up by row), and (*overlap*) ops
+    that overlap without nesting, which leave the whole thread to the look-up over the ops."""
+    host = [
+        Op("ProfilerStep#1", 0, 1000),
+        Call("cudaLaunchKernel", 500, 510, 1),
+        Op("aten::add", 500, 505),  # starts with the launch, inside it
+        Op("aten::mm", 600, 610),
+        Op("aten::add", 600, 610),  # the same range: the later row is the innermost
+        Call("cudaLaunchKernel", 602, 603, 2),
+        Op("aten::mm", 700, 710),
+        Call("cudaLaunchKernel", 701, 702, 3),
+    ]
+    if overlap:
+        host.append(Op("aten::layer_norm", 705, 720))
+    gpu = [Kernel("mystery_kernel", 800 + i, 801 + i, i + 1) for i in range(3)]
+    t = serving_trace(host, gpu)
+    # positions in the file: the equal ranges in the other order than their rows
+    index = np.arange(len(t.host))
+    index[[3, 4]] = [4, 3]
+    t = dataclasses.replace(
+        t,
+        host=t.host.assign(event_index=index),
+        gpu=t.gpu.assign(event_index=np.arange(len(t.gpu)) + len(t.host)),
+    )
+    _assert_same(t)
 
 
 def test_a_trace_without_gpu_work_has_only_other() -> None:
