@@ -38,7 +38,6 @@ import numpy as np
 
 from analyzers.critical_path.callstack import thread_lanes
 from analyzers.critical_path.events import LAUNCH_NAMES, NODE_CATS, Events, build_events
-from analyzers.critical_path.hta_graph import event_records
 from analyzers.critical_path.labels import (
     DATA_LOADING,
     KINDS,
@@ -47,15 +46,13 @@ from analyzers.critical_path.labels import (
     edge_labels,
 )
 from analyzers.critical_path.sources import collectives_of, gpu_category_codes, launch_rows
-from collectors.arrays import dense_codes, sorted_unique
-from collectors.linking import group_codes
+from analyzers.critical_path.waits import sync_edges, wait_edges
 
 if TYPE_CHECKING:
     from collectors.model import Trace
 
 __all__ = ["DATA_LOADING", "KINDS", "SYNC_CALL_NAMES", "K", "RankGraph", "rank_graph"]
 STEP_PREFIX = "ProfilerStep#"
-WAIT_CALLS = ("cudaStreamWaitEvent", "cudaEventSynchronize")
 GPU_ROW_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -155,10 +152,15 @@ class _Builder:
 
     def node(self, time: int) -> int:
         """A node of no event (a step's completion)."""
-        self._t.append(np.array([time], np.int64))
-        self._event.append(np.array([-1], np.int32))
-        self.n_nodes += 1
-        return self.n_nodes - 1
+        return int(self.nodes(np.array([time], np.int64))[0])
+
+    def nodes(self, times: np.ndarray) -> np.ndarray:
+        """Nodes of no event at *times* (steps' completions); returns their ids."""
+        ids = np.arange(self.n_nodes, self.n_nodes + len(times), dtype=self.ids)
+        self._t.append(np.asarray(times, np.int64))
+        self._event.append(np.full(len(times), -1, np.int32))
+        self.n_nodes += len(times)
+        return ids
 
     def edges(self, u: np.ndarray | list[int], v: np.ndarray | list[int], kind: str) -> None:
         uu, vv = np.asarray(u, self.ids), np.asarray(v, self.ids)
@@ -226,18 +228,14 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     b.edges(end[order][:-1][same], start[order][1:][same], "stream")
     lk = ev.link[g_rows]
     b.edges(np.where(lk >= 0, start[np.maximum(lk, 0)], -1), start[g_rows], "launch")
-    _sync_edges(b, ev, end, order)
-    unresolved_nodes = _wait_edges(b, ev, start, end)
+    b.edges(*sync_edges(ev, end, order), "sync")
+    waits, syncs, unresolved_nodes = wait_edges(ev, start, end)
+    b.edges(*waits, "wait")
+    b.edges(*syncs, "sync")
     host_steps = np.flatnonzero(is_step & host)
     host_steps = host_steps[np.argsort(ev.ts[host_steps], kind="stable")]
     launch_of = np.where(lk >= 0, ev.ts[np.maximum(lk, 0)], -1)
-    step_done: list[int] = []
-    for s in host_steps.tolist():
-        inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
-        ends = np.concatenate([[end[s]], end[g_rows[inside]]])
-        node = b.node(int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s]))))
-        b.edges(ends, np.full(len(ends), node), "complete")
-        step_done.append(node)
+    step_done = _completions(b, ev, host_steps, g_rows, launch_of)
     coll = _collective_rows(ev, trace if collectives else None, start, end)
     step_num = np.array([_step_number(str(ev.name_set[ev.name_code[s]])) for s in host_steps])
     step_start = start[host_steps].astype(np.int64)
@@ -282,6 +280,52 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     )
 
 
+def step_of(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """Per instant of *t*, the range ``[starts[i], ends[i])`` holding it (-1: none), where the
+    ranges (sorted by start, positive lengths) do not overlap — each instant then has at most
+    one, the last starting at or before it; None where they overlap."""
+    if len(starts) > 1 and bool((ends[:-1] > starts[1:]).any()):
+        return None
+    k = np.searchsorted(starts, t, side="right") - 1
+    inside = k >= 0
+    inside[inside] = t[inside] < ends[k[inside]]
+    return np.where(inside, k, -1)
+
+
+def _completions(
+    b: _Builder, ev: Events, steps: np.ndarray, g_rows: np.ndarray, launch_of: np.ndarray
+) -> np.ndarray:
+    """One completion node per step of *steps* (host events in start order) and its
+    ``complete`` edges: from the step's end, then from the ends of the GPU rows *g_rows*
+    launched in it (*launch_of*: per row, its launch call's start), in row order; returns
+    the nodes."""
+    end = b.end
+    member = step_of(ev.ts[steps], ev.end[steps], launch_of)
+    if member is None:  # steps that overlap: a row may complete several
+        done: list[int] = []
+        for s in steps.tolist():
+            inside = (launch_of >= ev.ts[s]) & (launch_of < ev.end[s])
+            ends = np.concatenate([[end[s]], end[g_rows[inside]]])
+            node = b.node(int(max(ev.end[s], ev.end[g_rows[inside]].max(initial=ev.end[s]))))
+            b.edges(ends, np.full(len(ends), node), "complete")
+            done.append(node)
+        return np.asarray(done, np.int64)
+    rows = np.flatnonzero(member >= 0)
+    k = member[rows]
+    rows = rows[np.argsort(k, kind="stable")]  # by step, row order kept
+    k = member[rows]
+    size = np.bincount(k, minlength=len(steps)) + 1  # each step's end, then its rows
+    at = np.cumsum(size) - size
+    src = np.empty(int(size.sum()), np.int64)
+    src[at] = end[steps]
+    src[np.arange(len(rows)) + k + 1] = end[g_rows[rows]]  # after the ends of steps ≤ k
+    time = ev.end[steps].copy()
+    np.maximum.at(time, k, ev.end[g_rows[rows]])
+    nodes = b.nodes(time)
+    b.edges(src, np.repeat(nodes, size), "complete")
+    return nodes.astype(np.int64)
+
+
 def _host_lanes(
     b: _Builder, ev: Events, host: np.ndarray, asked: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -302,107 +346,6 @@ def _host_lanes(
         launches_gpu[lane.holding] = True
         op_at[lane.asked] = lane.op
     return launches_gpu, op_at
-
-
-def _sync_edges(b: _Builder, ev: Events, end: np.ndarray, order: np.ndarray) -> None:
-    """Awaited GPU row's end → the blocking call's end: per Stream/Context Sync row, the rows on
-    its stream (all streams of the device) that ended last before the sync ended."""
-    syncs = np.flatnonzero(ev.cat_in(("cuda_sync",)) & (ev.link >= 0))
-    us: list[int] = []
-    vs: list[int] = []
-    for r in syncs.tolist():
-        call = int(ev.link[r])
-        if end[call] < 0 or ev.names_of(r) not in ("Stream Sync", "Context Sync"):
-            continue
-        cand = order[(ev.pid[order] == ev.pid[r]) & (ev.end[order] <= ev.end[r])]
-        if ev.names_of(r) == "Stream Sync":
-            cand = cand[ev.stream[cand] == ev.stream[r]]
-        for s in sorted_unique(ev.stream[cand]).tolist():
-            c = cand[ev.stream[cand] == s]
-            if len(c):
-                us.append(int(end[c[np.argmax(ev.end[c])]]))
-                vs.append(int(end[call]))
-    b.edges(us, vs, "sync")
-
-
-def _next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> np.ndarray:
-    """Per host call, the GPU row of the first launch on the call's thread after it — onto
-    ``streams[i]`` when ≥ 0, any stream otherwise — or -1."""
-    launch = ev.is_host & ev.name_in(LAUNCH_NAMES) & (ev.link >= 0)
-    launches = np.flatnonzero(launch)
-    launches = launches[ev.stream[ev.link[launches]] >= 0]
-    out = np.full(len(calls), -1, np.int64)
-    if not len(launches) or not len(calls):
-        return out
-    # each launch stands in two groups, its (pid, tid, stream) and its thread's (pid, tid, -1);
-    # per call, the first entry of its group (in time order, then row order) after its start
-    on = ev.stream[ev.link[launches]]
-    entry = np.concatenate([launches, launches])
-    keys = (
-        np.concatenate([ev.pid[launches], ev.pid[launches]]),
-        np.concatenate([ev.tid[launches], ev.tid[launches]]),
-        np.concatenate([on, np.full(len(launches), -1, np.int64)]),
-    )
-    queries = (ev.pid[calls], ev.tid[calls], np.asarray(streams, np.int64))
-    code, q_code = group_codes(keys, queries)
-    t_entry, t_query = ev.ts[entry], ev.ts[calls]
-    rank = dense_codes(np.concatenate([t_entry, t_query]))  # times as ranks: one code space
-    width = int(rank.max()) + 1
-    order = np.lexsort((entry, t_entry, code))
-    composite = code[order] * width + rank[: len(entry)][order]
-    at = np.searchsorted(composite, q_code * width + rank[len(entry) :], side="right")
-    hit = at < len(order)
-    hit[hit] = code[order[at[hit]]] == q_code[hit]
-    out[hit] = ev.link[entry[order[at[hit]]]]
-    return out
-
-
-def _wait_edges(b: _Builder, ev: Events, start: np.ndarray, end: np.ndarray) -> set[int]:
-    """``wait`` / event ``sync`` edges of the waits the trace resolves (``wait_on_*`` known, the
-    awaited row recorded by HTA's rule: the last row launched on the recorded stream before the
-    ``cudaEventRecord``); returns the nodes that follow a wait it does not resolve."""
-    records = event_records(ev)
-    unresolved: set[int] = set()
-    rows = np.flatnonzero(ev.cat_in(("cuda_sync",)) & (ev.link >= 0) & ~ev.is_host)
-    swe = rows[ev.names_of(rows) == "Stream Wait Event"]
-    esy = rows[ev.names_of(rows) == "Event Sync"]
-    targets = _next_launched_rows(ev, ev.link[swe], ev.stream[swe])
-    us: list[int] = []
-    vs: list[int] = []
-    for r, target in zip(swe.tolist(), targets.tolist(), strict=True):
-        if target < 0 or start[target] < 0:
-            continue
-        launch = records.get(int(ev.wait_on_corr[r]), -1)
-        if launch < 0:
-            unresolved.add(int(start[target]))
-            continue
-        k = int(ev.link[launch])
-        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.ts[target]:
-            us.append(int(end[k]))
-            vs.append(int(start[target]))
-    b.edges(us, vs, "wait")
-    us, vs = [], []
-    for r in esy.tolist():
-        call = int(ev.link[r])
-        if end[call] < 0 or ev.names_of(call) != "cudaEventSynchronize":
-            continue
-        launch = records.get(int(ev.wait_on_corr[r]), -1)
-        if launch < 0:
-            unresolved.add(int(end[call]))
-            continue
-        k = int(ev.link[launch])
-        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.end[call]:
-            us.append(int(end[k]))
-            vs.append(int(end[call]))
-    b.edges(us, vs, "sync")
-    # wait calls without a sync row at all (older Kineto records none)
-    bare = np.flatnonzero(ev.is_host & ev.name_in(WAIT_CALLS) & (ev.link < 0))
-    swe_calls = bare[ev.names_of(bare) == "cudaStreamWaitEvent"]
-    nxt = _next_launched_rows(ev, swe_calls, np.full(len(swe_calls), -1, np.int64))
-    unresolved.update(int(start[t]) for t in nxt.tolist() if t >= 0 and start[t] >= 0)
-    es_calls = bare[ev.names_of(bare) == "cudaEventSynchronize"]
-    unresolved.update(int(end[c]) for c in es_calls.tolist() if end[c] >= 0)
-    return unresolved
 
 
 def _collective_rows(

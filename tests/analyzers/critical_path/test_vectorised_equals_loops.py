@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzers.critical_path import rank_graph as rg
+from analyzers.critical_path import waits
 from analyzers.critical_path.blame import Segment, step_paths
 from analyzers.critical_path.paths import (
     NO_ANCHOR,
@@ -350,7 +351,7 @@ def test_forward_order_raises_on_a_cycle_of_equal_times() -> None:
 
 
 def _next_launched_loop(ev, calls, streams):
-    """The per-call loop :func:`rank_graph._next_launched_rows` replaced."""
+    """The per-call loop :func:`waits.next_launched_rows` replaced."""
     launch = ev.is_host & ev.name_in(rg.LAUNCH_NAMES) & (ev.link >= 0)
     launches = np.flatnonzero(launch)
     launches = launches[ev.stream[ev.link[launches]] >= 0]
@@ -380,7 +381,7 @@ def _next_launched_loop(ev, calls, streams):
 
 
 class _FakeEvents:
-    """The columns :func:`rank_graph._next_launched_rows` reads: *n* host rows (some of them
+    """The columns :func:`waits.next_launched_rows` reads: *n* host rows (some of them
     launches, linked to one of *n* GPU rows on a stream) followed by the GPU rows."""
 
     def __init__(self, data) -> None:
@@ -399,7 +400,7 @@ class _FakeEvents:
         self.n = n
 
     def name_in(self, names) -> np.ndarray:
-        assert names is rg.LAUNCH_NAMES
+        assert names is waits.LAUNCH_NAMES
         return self._launch
 
 
@@ -412,7 +413,7 @@ def test_next_launched_rows_equal_the_per_call_loop(data) -> None:
         data.draw(st.lists(st.integers(-1, 2), min_size=len(calls), max_size=len(calls))),
         np.int64,
     )
-    got = rg._next_launched_rows(ev, calls, streams)
+    got = waits.next_launched_rows(ev, calls, streams)
     np.testing.assert_array_equal(got, _next_launched_loop(ev, calls, streams))
 
 
@@ -420,14 +421,14 @@ def test_next_launched_rows_on_a_real_trace_with_stream_waits_equal_the_loop(mon
     # HTA's nccl_parser_config trace: 84 stream waits whose next launch is looked up
     traces = load_traces([shared_path("kineto", "hta", "nccl_parser_config", "nccl_data.json.gz")])
     seen = []
-    real = rg._next_launched_rows
+    real = waits.next_launched_rows
 
     def spy(ev, calls, streams):
         got = real(ev, calls, streams)
         seen.append((got, _next_launched_loop(ev, calls, streams)))
         return got
 
-    monkeypatch.setattr(rg, "_next_launched_rows", spy)
+    monkeypatch.setattr(waits, "next_launched_rows", spy)
     for t in traces:
         rg.rank_graph(t)
     assert sum(int((got >= 0).sum()) for got, _ in seen) > 0
