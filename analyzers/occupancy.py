@@ -421,9 +421,11 @@ def what_if(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> WhatIf:
     return WhatIf(base, tuple(curves.values()), tuple(suggestions))
 
 
+@lru_cache(maxsize=4096)
 def first_suggestion(lim: ArchLimits, cfg: LaunchConfig, smem_step: int = KIB) -> Suggestion | None:
     """``what_if(lim, cfg, smem_step).suggestions[0]`` (None when there is none), computing
-    only the curves up to the first axis that gives one.
+    only the curves up to the first axis that gives one; remembered per (limits, launch
+    configuration): a run's ranks launch the same kernels.
 
     Raises:
         UsageError: *cfg* itself is impossible.
