@@ -61,6 +61,9 @@ class Lane:
     asked: np.ndarray
     op: np.ndarray
     """The asked events whose innermost op was found, and that op (-1: none)."""
+    at: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """Where the events nest: the thread's events and, per event, the walk positions of its
+    start and of its end."""
 
 
 def thread_lanes(
@@ -118,7 +121,7 @@ def walk_lane(
         found = (none, none)
         if asked is not None and is_op is not None:
             found = _innermost_ops(b, ts, end, grp, asked & ~is_op, is_op)
-        return Lane(b.ids.astype(np.int64), b.st, grp[held], *found)
+        return Lane(b.ids, b.st, grp[held], *found, (grp, b.start_at, b.end_at))
     e, entering, parent = _walk_of(b)
     srt = np.sort(grp)
     up = np.full(len(grp), -1, np.int64)  # per event (srt order), its parent's index in srt

@@ -139,13 +139,29 @@ class _Builder:
         self._dst: list[np.ndarray] = []
         self._kind: list[np.ndarray] = []
 
-    def lane(self, events: np.ndarray, entering: np.ndarray) -> np.ndarray:
+    def lane(
+        self,
+        events: np.ndarray,
+        entering: np.ndarray,
+        at: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Nodes for the boundaries of *events* in order (the start where *entering*, else the
-        end); returns their ids."""
-        ids = np.arange(self.n_nodes, self.n_nodes + len(events), dtype=self.ids)
-        self.start[events[entering]] = ids[entering]
-        self.end[events[~entering]] = ids[~entering]
-        self._t.append(np.where(entering, self.ev.ts[events], self.ev.end[events]))
+        end); returns their ids.  *at*: the events once each and, per event, the positions of
+        its start and its end among the boundaries, when known."""
+        base = self.n_nodes
+        ids = np.arange(base, base + len(events), dtype=self.ids)
+        if at is None:
+            self.start[events[entering]] = ids[entering]
+            self.end[events[~entering]] = ids[~entering]
+            t = np.where(entering, self.ev.ts[events], self.ev.end[events])
+        else:
+            each, start_at, end_at = at
+            self.start[each] = start_at + base
+            self.end[each] = end_at + base
+            t = np.empty(len(events), np.int64)
+            t[start_at] = self.ev.ts[each]
+            t[end_at] = self.ev.end[each]
+        self._t.append(t)
         self._event.append(np.asarray(events, np.int32))
         self.n_nodes += len(events)
         return ids
@@ -219,7 +235,8 @@ def rank_graph(trace: Trace, collectives: bool = True) -> RankGraph:
     del asked
     g_rows = np.flatnonzero(gpu)
     order = g_rows[np.lexsort((ev.ts[g_rows], ev.stream[g_rows], ev.pid[g_rows]))]
-    b.lane(np.repeat(order, 2), np.tile([True, False], len(order)))
+    two = np.arange(0, 2 * len(order), 2, dtype=b.ids)
+    b.lane(np.repeat(order, 2), np.tile([True, False], len(order)), (order, two, two + 1))
     start, end = b.start, b.end
     b.edges(start[g_rows], end[g_rows], "gpu")
     same = (ev.stream[order][1:] == ev.stream[order][:-1]) & (
@@ -341,7 +358,7 @@ def _host_lanes(
     for lane in thread_lanes(
         ev.ts, ev.end, ev.order, ev.pid, ev.tid, np.flatnonzero(host), is_launch, asked, is_op
     ):
-        node = b.lane(lane.event, lane.entering)
+        node = b.lane(lane.event, lane.entering, lane.at)
         b.edges(node[:-1], node[1:], "host")
         launches_gpu[lane.holding] = True
         op_at[lane.asked] = lane.op

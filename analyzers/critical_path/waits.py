@@ -42,29 +42,40 @@ def sync_edges(ev: Events, end: np.ndarray, order: np.ndarray) -> Edges:
 def next_launched_rows(ev: Events, calls: np.ndarray, streams: np.ndarray) -> np.ndarray:
     """Per host call, the GPU row of the first launch on the call's thread after it — onto
     ``streams[i]`` when ≥ 0, any stream otherwise — or -1."""
+    out = np.full(len(calls), -1, np.int64)
+    if not len(calls):
+        return out
     launch = ev.is_host & ev.name_in(LAUNCH_NAMES) & (ev.link >= 0)
     launches = np.flatnonzero(launch)
     launches = launches[ev.stream[ev.link[launches]] >= 0]
-    out = np.full(len(calls), -1, np.int64)
-    if not len(launches) or not len(calls):
+    if not len(launches):
         return out
-    # each launch stands in two groups, its (pid, tid, stream) and its thread's (pid, tid, -1);
-    # per call, the first entry of its group (in time order, then row order) after its start
+    # each launch stands in its (pid, tid, stream) group and in its thread's (pid, tid, -1),
+    # the latter only where some call asks for any stream, the former where one asks for a
+    # stream; per call, the first entry of its group (in time order, then row order) after
+    # its start
+    streams = np.asarray(streams, np.int64)
     on = ev.stream[ev.link[launches]]
-    entry = np.concatenate([launches, launches])
-    keys = (
-        np.concatenate([ev.pid[launches], ev.pid[launches]]),
-        np.concatenate([ev.tid[launches], ev.tid[launches]]),
-        np.concatenate([on, np.full(len(launches), -1, np.int64)]),
-    )
-    queries = (ev.pid[calls], ev.tid[calls], np.asarray(streams, np.int64))
+    halves = [(launches, on)] if (streams >= 0).any() else []
+    if (streams < 0).any():
+        halves.append((launches, np.full(len(launches), -1, np.int64)))
+    entry = np.concatenate([e for e, _ in halves])
+    keys = (ev.pid[entry], ev.tid[entry], np.concatenate([k for _, k in halves]))
+    queries = (ev.pid[calls], ev.tid[calls], streams)
     code, q_code = group_codes(keys, queries)
     t_entry, t_query = ev.ts[entry], ev.ts[calls]
-    rank = dense_codes(np.concatenate([t_entry, t_query]))  # times as ranks: one code space
-    width = int(rank.max()) + 1
-    order = np.lexsort((entry, t_entry, code))
-    composite = code[order] * width + rank[: len(entry)][order]
-    at = np.searchsorted(composite, q_code * width + rank[len(entry) :], side="right")
+    lo = min(int(t_entry.min()), int(t_query.min()))
+    width = max(int(t_entry.max()), int(t_query.max())) - lo + 1
+    order = np.lexsort((t_entry, code))  # stable: entries of equal (code, time) in row order
+    if (int(max(code.max(), q_code.max())) + 1) * width < 2**62:  # (code, time) as one int64
+        composite = code[order] * width + (t_entry[order] - lo)
+        q_key = q_code * width + (t_query - lo)
+    else:  # times as ranks: one code space
+        rank = dense_codes(np.concatenate([t_entry, t_query]))
+        width = int(rank.max()) + 1
+        composite = code[order] * width + rank[: len(entry)][order]
+        q_key = q_code * width + rank[len(entry) :]
+    at = np.searchsorted(composite, q_key, side="right")
     hit = at < len(order)
     hit[hit] = code[order[at[hit]]] == q_code[hit]
     out[hit] = ev.link[entry[order[at[hit]]]]

@@ -1,6 +1,7 @@
-"""Steps' completions in a rank's graph part: the GPU rows a step completes found by one sorted
-search where steps do not overlap (:func:`rank_graph.step_of`) equal the per-step scan over
-every row, which the part keeps for overlapping steps."""
+"""A rank's graph part built the short way equals it built the long way: the GPU rows a step
+completes found by one sorted search where steps do not overlap (:func:`rank_graph.step_of`)
+and the per-step scan over every row, which the part keeps for overlapping steps; lanes
+numbered from the walk's positions of each event and boundary by boundary."""
 
 from __future__ import annotations
 
@@ -54,4 +55,22 @@ def test_completions_by_search_equal_the_scan_over_rows(label, traces, monkeypat
     for a, b in zip(got, want, strict=True):
         assert len(a.step_done)
         for f in ("node_time", "src", "dst", "kind", "step_done", "step_start"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+@pytest.mark.parametrize(("label", "traces"), RUNS, ids=[r[0] for r in RUNS])
+def test_lanes_numbered_from_walk_positions_equal_those_from_the_walk(
+    label, traces, monkeypatch
+) -> None:
+    """Nodes numbered from each event's start and end positions in a nested walk equal
+    those numbered by reading the walk boundary by boundary."""
+    ts = traces()
+    got = [rg.rank_graph(t, False) for t in ts]
+    plain = rg._Builder.lane
+    monkeypatch.setattr(
+        rg._Builder, "lane", lambda self, e, entering, at=None: plain(self, e, entering)
+    )
+    want = [rg.rank_graph(t, False) for t in ts]
+    for a, b in zip(got, want, strict=True):
+        for f in ("node_time", "src", "dst", "kind", "step_done", "step_start", "cause_code"):
             assert np.array_equal(getattr(a, f), getattr(b, f)), f

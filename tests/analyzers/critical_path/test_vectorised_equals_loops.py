@@ -389,7 +389,9 @@ class _FakeEvents:
         ints = lambda lo, hi: np.asarray(  # noqa: E731
             data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), np.int64
         )
-        self.ts = np.concatenate([ints(0, 30), ints(0, 30)])  # ties on purpose
+        # ties on purpose; times spread over 2**62 where (group, time) pairs are ranked
+        scale = data.draw(st.sampled_from([1, 2**57]))
+        self.ts = np.concatenate([ints(0, 30), ints(0, 30)]) * scale
         self.pid = np.concatenate([ints(0, 2), ints(0, 2)])
         self.tid = np.concatenate([ints(0, 2), ints(0, 2)])
         self.stream = np.concatenate([np.full(n, -1, np.int64), ints(-1, 2)])
