@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from collectors.arrays import sorted_unique
 
@@ -84,14 +85,33 @@ def thread_lanes(
 
 
 def _threads(pid: np.ndarray, tid: np.ndarray, members: np.ndarray) -> list[np.ndarray]:
-    """*members* split by thread, threads in ``(pid, tid)`` order, each in *members* order."""
+    """*members* split by thread, threads in ``(pid, tid)`` order, each in *members* order:
+    the threads numbered by one hash of ``(pid, tid)`` folded into an int64 where that fits
+    (a few masks for a few threads, a stable sort of the small codes for more), else one
+    lexicographic sort of the pairs."""
     if not len(members):
         return []
-    keys = np.lexsort((tid[members], pid[members]))
-    m = members[keys]
-    p, t = pid[m], tid[m]
-    cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
-    return np.split(m, cut)
+    p, t = pid[members], tid[members]
+    p_lo, t_lo = int(p.min()), int(t.min())
+    width = int(t.max()) - t_lo + 1
+    if (int(p.max()) - p_lo + 1) * width >= 2**62:
+        keys = np.lexsort((t, p))
+        m = members[keys]
+        p, t = p[keys], t[keys]
+        cut = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
+        return np.split(m, cut)
+    code, pairs = pd.factorize((p - p_lo) * width + (t - t_lo))
+    rank = np.argsort(np.argsort(pairs))  # the pairs' order is their folded keys'
+    if len(pairs) <= MASKED_THREADS:
+        return [members[code == c] for c in np.argsort(rank).tolist()]
+    ordered = rank[code]
+    by = np.argsort(ordered.astype(np.int32), kind="stable")
+    cut = np.flatnonzero(np.diff(ordered[by])) + 1
+    return np.split(members[by], cut)
+
+
+MASKED_THREADS = 8
+"""Up to this many threads, each thread's events are taken by a mask of the events."""
 
 
 def walk_lane(

@@ -44,17 +44,19 @@ def _cat(labels: np.ndarray, codes: np.ndarray, n_blank: int, n_mid: int, tail: 
     present = [str(x) for x in labels[used].tolist()]
     categories = sorted({"", *present, *tail_s})
     where = {c: i for i, c in enumerate(categories)}
-    remap = np.zeros(len(labels), np.int32)
+    code = np.int16 if len(categories) < 2**15 else np.int32  # as pandas stores them
+    remap = np.zeros(len(labels), code)
     remap[used] = [where[c] for c in present]
     out = np.concatenate(
         [
-            np.full(n_blank, where[""], np.int32),
+            np.full(n_blank, where[""], code),
             remap[codes],
-            np.full(n_mid, where[""], np.int32),
-            np.asarray([where[t] for t in tail_s], np.int32),
+            np.full(n_mid, where[""], code),
+            np.asarray([where[t] for t in tail_s], code),
         ]
     )
-    return pd.Categorical.from_codes(out, categories=pd.Index(categories))
+    # every code is a position in the categories by construction: no validation pass
+    return pd.Categorical.from_codes(out, categories=pd.Index(categories), validate=False)
 
 
 def part_table(p: RankGraph) -> pd.DataFrame:

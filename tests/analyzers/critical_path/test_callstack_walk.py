@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.critical_path.callstack import _walk, walk_arrays, walk_lane
+from analyzers.critical_path.callstack import _threads, _walk, walk_arrays, walk_lane
 
 intervals = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12)), max_size=25)
 
@@ -142,3 +142,21 @@ def test_walk_lane_resolves_the_asked_events_of_nested_ops_without_ties() -> Non
     lane = walk_lane(ts, end, np.arange(n), np.arange(n), np.zeros(n, bool), asked, is_op)
     assert sorted(lane.asked.tolist()) == [2, 4, 5, 6]
     assert dict(zip(lane.asked.tolist(), lane.op.tolist(), strict=True)) == {2: 1, 4: 3, 5: 0, 6: 0}
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 12)), min_size=1, max_size=60),
+    st.sampled_from([1, 2**61]),
+    st.randoms(use_true_random=False),
+)
+def test_threads_split_as_the_sort_of_pid_and_tid(pairs, scale, rnd) -> None:
+    """Few threads (masks) and many (sorted codes); pids spread over 2**62 (the pair sort)."""
+    pid = np.array([p for p, _ in pairs], np.int64) * scale
+    tid = np.array([t for _, t in pairs], np.int64)
+    members = np.array(sorted(rnd.sample(range(len(pairs)), rnd.randint(1, len(pairs)))))
+    keys = np.lexsort((tid[members], pid[members]))
+    m = members[keys]
+    cut = np.flatnonzero((pid[m][1:] != pid[m][:-1]) | (tid[m][1:] != tid[m][:-1])) + 1
+    want = [g.tolist() for g in np.split(m, cut)]
+    assert [g.tolist() for g in _threads(pid, tid, members)] == want
