@@ -74,8 +74,10 @@ class Events:
     """HTA's GPU side of the correlation join (module docstring)."""
     link: np.ndarray
     """Position of the linked event, -1 when none (HTA's ``index_correlation`` > 0)."""
-    wait_on_stream: np.ndarray
-    wait_on_corr: np.ndarray
+    gpu_wait_on_stream: np.ndarray
+    gpu_wait_on_corr: np.ndarray
+    """Per GPU row (event ``n_host + i``), its ``wait_on_stream`` / ``wait_on_event_correlation``
+    (-1: unknown; :attr:`wait_on_stream` / :attr:`wait_on_corr` per event)."""
     n_host: int
     name_code: np.ndarray
     """Per event, the position of its name in :attr:`name_set` (int32)."""
@@ -86,6 +88,16 @@ class Events:
     """Per event, the position of its category in :attr:`cat_set` (int32)."""
     cat_set: np.ndarray
     """The categories (object array of str; may repeat one)."""
+
+    @functools.cached_property
+    def wait_on_stream(self) -> np.ndarray:
+        """Per event, the sync row's ``wait_on_stream`` (-1: unknown, and for host rows)."""
+        return np.concatenate([np.full(self.n_host, -1, np.int64), self.gpu_wait_on_stream])
+
+    @functools.cached_property
+    def wait_on_corr(self) -> np.ndarray:
+        """Per event, the sync row's ``wait_on_event_correlation`` (-1: unknown, host rows)."""
+        return np.concatenate([np.full(self.n_host, -1, np.int64), self.gpu_wait_on_corr])
 
     @functools.cached_property
     def name(self) -> np.ndarray:
@@ -185,10 +197,8 @@ def build_events(trace: Trace) -> Events:
     gpu_side = (stream >= 0) & (corr >= 0)
     gpu_side[nh:] |= np.isin(g_set, STREAMLESS_SYNC)[g_code]
     link = _link(corr, gpu_side)
-    wos = np.concatenate([np.full(nh, -1, np.int64), optional_gpu_column(trace, "wait_on_stream")])
-    woc = np.concatenate(
-        [np.full(nh, -1, np.int64), optional_gpu_column(trace, "wait_on_event_correlation")]
-    )
+    wos = optional_gpu_column(trace, "wait_on_stream")
+    woc = optional_gpu_column(trace, "wait_on_event_correlation")
     return Events(
         ts,
         end,
@@ -212,7 +222,11 @@ def build_events(trace: Trace) -> Events:
 
 def _link(corr: np.ndarray, gpu_side: np.ndarray) -> np.ndarray:
     """HTA's ``index_correlation`` (positions): CPU-side and GPU-side rows of one correlation
-    point at each other (the last pair wins when a correlation repeats); -1 elsewhere."""
+    point at each other (the last pair wins when a correlation repeats); -1 elsewhere.
+
+    Each CPU-side row's partner is the last GPU-side row of its correlation: read from a table
+    indexed by correlation where the ids span little more than the rows (``np.maximum.at``),
+    else found by a sorted search."""
     n = len(corr)
     link = np.full(n, -1, dtype=np.int64)
     has = corr != -1
@@ -220,11 +234,20 @@ def _link(corr: np.ndarray, gpu_side: np.ndarray) -> np.ndarray:
     gpu = np.flatnonzero(has & gpu_side)
     if not len(cpu) or not len(gpu):
         return link
-    g_order = np.argsort(corr[gpu], kind="stable")
-    g_sorted = corr[gpu][g_order]
-    pos = np.searchsorted(g_sorted, corr[cpu], side="right") - 1
-    ok = (pos >= 0) & (g_sorted[np.maximum(pos, 0)] == corr[cpu])
-    c, gg = cpu[ok], gpu[g_order[pos[ok]]]
+    lo = min(int(corr[cpu].min()), int(corr[gpu].min()))
+    span = max(int(corr[cpu].max()), int(corr[gpu].max())) - lo + 1
+    if span <= 4 * n + 1024:
+        last = np.full(span, -1, np.int64)
+        np.maximum.at(last, corr[gpu] - lo, gpu)
+        partner = last[corr[cpu] - lo]
+        ok = partner >= 0
+        c, gg = cpu[ok], partner[ok]
+    else:
+        g_order = np.argsort(corr[gpu], kind="stable")
+        g_sorted = corr[gpu][g_order]
+        pos = np.searchsorted(g_sorted, corr[cpu], side="right") - 1
+        ok = (pos >= 0) & (g_sorted[np.maximum(pos, 0)] == corr[cpu])
+        c, gg = cpu[ok], gpu[g_order[pos[ok]]]
     link[c] = gg
     link[gg] = c
     return link

@@ -256,12 +256,14 @@ def event_records(ev: Events) -> dict[int, int]:
     """``cudaEventRecord`` correlation → the launch call (position) of the last kernel launched on
     the recorded stream before it (HTA ``_get_cuda_event_record_df``); needs the sync rows'
     ``wait_on_stream`` / ``wait_on_event_correlation``."""
-    waits = np.flatnonzero(ev.wait_on_stream > -1)
-    if not len(waits):
+    at = np.flatnonzero(ev.gpu_wait_on_stream > -1)  # GPU rows: events n_host + at
+    if not len(at):
         return {}
     stream_of = {
         int(c): (int(ev.pid[w]), int(s))
-        for w, c, s in zip(waits, ev.wait_on_corr[waits], ev.wait_on_stream[waits], strict=True)
+        for w, c, s in zip(
+            ev.n_host + at, ev.gpu_wait_on_corr[at], ev.gpu_wait_on_stream[at], strict=True
+        )
     }
     records = np.flatnonzero(ev.is_host & ev.name_in(("cudaEventRecord",)))
     launches = np.flatnonzero(ev.name_in(LAUNCH_NAMES) & ev.is_host & (ev.link >= 0))

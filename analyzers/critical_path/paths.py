@@ -11,6 +11,7 @@ and :func:`in_groups` are the order and the in-edge lists it runs on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,16 +210,18 @@ def in_groups(pred: tuple[np.ndarray, np.ndarray, np.ndarray]) -> InGroups:
 
 def first_latest_in_edges(
     pred: tuple[np.ndarray, np.ndarray, np.ndarray],
-    value: np.ndarray,
+    value: np.ndarray | Callable[[np.ndarray], np.ndarray],
     groups: InGroups | None = None,
 ) -> np.ndarray:
-    """Per node with in-edges, the first of them (edge order) whose *value* (one per edge) is
-    the largest of the node's: what ``np.lexsort((-value, dst))`` puts first in each node's
-    group.  *pred* is :func:`in_edges` (*groups* its :func:`in_groups` when at hand)."""
+    """Per node with in-edges, the first of them (edge order) whose *value* (one per edge, or a
+    function giving the values of some edges) is the largest of the node's: what
+    ``np.lexsort((-value, dst))`` puts first in each node's group.  *pred* is
+    :func:`in_edges` (*groups* its :func:`in_groups` when at hand); the values are read only
+    for the nodes with several in-edges."""
     gr = groups if groups is not None else in_groups(pred)
     if not len(gr.many):
         return gr.one_edge
-    v = np.asarray(value)[gr.many_edges]
+    v = value(gr.many_edges) if callable(value) else np.asarray(value)[gr.many_edges]
     top = gr.repeat_many(gr.reduce_many(np.maximum, v))
     return np.concatenate([gr.one_edge, gr.first_many(v == top)])
 

@@ -54,7 +54,7 @@ def _runs(n: int, order: np.ndarray | None, simple: np.ndarray, parent: np.ndarr
         node = order[at]
         pos = np.empty(n, np.int64)
         pos[order] = np.arange(n)
-    par = np.asarray(parent, np.int64)[node]
+    par = np.asarray(parent)[node]
     ppos = par if pos is None else pos[par]
     cont = (ppos == at - 1) & simple[par]  # continues the run of its parent
     head = np.flatnonzero(~cont).astype(ix)

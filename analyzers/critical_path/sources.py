@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,12 +34,19 @@ def collectives_of(trace: Trace) -> pd.DataFrame:
     return collectives_table(trace)
 
 
-def launch_rows(trace: Trace) -> np.ndarray:
-    """Per ``gpu`` row, the host row of its launching call, or -1
-    (:func:`analyzers.serving.ops.launch_rows`, memoised; read-only)."""
-    from analyzers.serving.ops import launch_rows as rows
+GRAPH_LAUNCH = re.compile(r"GraphLaunch")
+"""Graph replays' launch calls: :data:`analyzers.serving.ops.GRAPH_LAUNCH_RE` (a test checks
+they are the same; :mod:`analyzers.serving.ops` is imported only for the look-ups the
+call-stack walk leaves, with the op models it needs)."""
 
-    return rows(trace)
+
+def launch_rows(trace: Trace) -> np.ndarray:
+    """Per ``gpu`` row, the host row of its launching call, or -1 (the memoised correlation
+    index :func:`analyzers.window.gpu_launch_rows`, which
+    :func:`analyzers.serving.ops.launch_rows` reads; read-only)."""
+    from analyzers.window import gpu_launch_rows
+
+    return gpu_launch_rows(trace)
 
 
 def gpu_category_codes(
@@ -58,7 +66,6 @@ def gpu_category_codes(
     import pandas as pd
 
     from analyzers.serving.categories import CATEGORIES, category_positions
-    from analyzers.serving.ops import GRAPH_LAUNCH_RE, call_ops
     from collectors.model import GPU_WORK_KINDS, names_matching
 
     g, h = trace.gpu, trace.host
@@ -68,10 +75,12 @@ def gpu_category_codes(
     has = launch >= 0
     graph = np.zeros(len(work), bool)
     if has.any():
-        graph[has] = names_matching(h["name"], GRAPH_LAUNCH_RE.search)[launch[has]]
+        graph[has] = names_matching(h["name"], GRAPH_LAUNCH.search)[launch[has]]
     op_row = np.full(len(work), -1, np.int64)
     eager = np.flatnonzero(has & ~graph)
     if call_op is None:
+        from analyzers.serving.ops import call_ops
+
         op_row[eager] = call_ops(trace, work[eager])
     else:
         op_row[eager] = call_op[launch[eager]]

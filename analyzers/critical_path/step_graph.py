@@ -362,15 +362,15 @@ def build_step_graph(parts: Sequence[RankGraph | Trace]) -> StepGraph:
     labels, codes = _labels(ps, x_label)
     launching = _joined([p.launching for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
     unresolved = _joined([p.unresolved for p in ps], np.zeros(len(x_src), bool), np.dtype(bool))
-    t_src = aligned[s_all]
-    gap = aligned[d_all] - t_src
     n = len(aligned)
     pred = in_edges(n, d_all)
     groups = in_groups(pred)
     binding = np.zeros(len(s_all), bool)
-    binding[first_latest_in_edges(pred, t_src, groups)] = True
-    del t_src
-    delay = np.minimum(gap, 0)
+    binding[first_latest_in_edges(pred, lambda e: aligned[s_all[e]], groups)] = True
+    gap = aligned[d_all]
+    delay = aligned[s_all]  # the sources' times, then the delays in place
+    gap -= delay
+    np.minimum(gap, 0, out=delay)
     delay[binding] = gap[binding]
     forward = forward_order_of(n, s_all, d_all, aligned, gap)
     starts = [p.step_start + b for p, b in zip(ps, base.tolist(), strict=False)]

@@ -97,7 +97,7 @@ def wait_edges(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[Edges, E
     for r, target in zip(swe.tolist(), targets.tolist(), strict=True):
         if target < 0 or start[target] < 0:
             continue
-        launch = records.get(int(ev.wait_on_corr[r]), -1)
+        launch = records.get(int(ev.gpu_wait_on_corr[r - ev.n_host]), -1)
         if launch < 0:
             unresolved.add(int(start[target]))
             continue
@@ -111,7 +111,7 @@ def wait_edges(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[Edges, E
         call = int(ev.link[r])
         if end[call] < 0 or ev.names_of(call) != "cudaEventSynchronize":
             continue
-        launch = records.get(int(ev.wait_on_corr[r]), -1)
+        launch = records.get(int(ev.gpu_wait_on_corr[r - ev.n_host]), -1)
         if launch < 0:
             unresolved.add(int(end[call]))
             continue

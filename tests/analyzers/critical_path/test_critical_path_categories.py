@@ -13,6 +13,7 @@ import pytest
 
 from analyzers.critical_path import rank_graph
 from analyzers.critical_path.sources import OTHER, gpu_category_codes
+from analyzers.critical_path.sources import launch_rows as sources_launch_rows
 from analyzers.serving.ops import categorized_kernel_ops
 from collectors.kineto import read_kineto
 from collectors.load import load_traces
@@ -122,6 +123,15 @@ def test_launches_the_walk_leaves_to_the_exact_look_up(overlap: bool) -> None:
         gpu=t.gpu.assign(event_index=np.arange(len(t.gpu)) + len(t.host)),
     )
     _assert_same(t)
+
+
+def test_graph_launches_are_named_as_the_serving_rows_name_them() -> None:
+    from analyzers.critical_path.sources import GRAPH_LAUNCH
+    from analyzers.serving.ops import GRAPH_LAUNCH_RE, launch_rows
+
+    assert GRAPH_LAUNCH.pattern == GRAPH_LAUNCH_RE.pattern
+    t = _mixed()
+    assert np.array_equal(sources_launch_rows(t), launch_rows(t))
 
 
 def test_a_trace_without_gpu_work_has_only_other() -> None:
