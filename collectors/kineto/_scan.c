@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -797,7 +798,6 @@ static const char *COMM_KEYS[] = {
     "Input Tensors start", "Output Tensors start", "Seq",
     "Comms Id",          "Rank"};
 #define N_COMM 20
-static size_t COMM_KEY_LENGTHS[N_COMM]; /* set when the module loads */
 /* decode.COMM_MARKER_KEYS: Collective name, Comms Id, In msg nelems, Process Group Name/ID */
 #define COMM_MARKERS ((1u << 0) | (1u << 18) | (1u << 1) | (1u << 10) | (1u << 9))
 
@@ -841,6 +841,74 @@ typedef struct {
     int64_t pid, tid;
     size_t args_start, args_len; /* offset into the buffer; len 0: no args */
 } MetaRec;
+
+/* How each known key of an X event's args is read, and where into the row */
+enum { A_INT, A_FLOAT, A_TRIPLE, A_NAME, A_KIND, A_RAW, A_DEVICE, A_COMM };
+
+typedef struct {
+    const char *key;
+    size_t n;
+    int kind;
+    size_t at; /* offset of the Row field; A_COMM: index in COMM_KEYS */
+} ArgField;
+
+#define ARG(key, kind, field) {key, sizeof(key) - 1, kind, offsetof(Row, field)}
+
+static const ArgField ARG_FIELDS[] = {
+    ARG("stream", A_INT, stream),
+    ARG("correlation", A_INT, correlation),
+    ARG("External id", A_INT, external_id),
+    ARG("external id", A_INT, external_id_2022),
+    ARG("Input Dims", A_RAW, input_dims),
+    ARG("Input type", A_RAW, input_types),
+    ARG("Concrete Inputs", A_RAW, concrete_inputs),
+    ARG("Input Strides", A_RAW, input_strides),
+    ARG("device", A_DEVICE, device),
+    ARG("grid", A_TRIPLE, grid),
+    ARG("block", A_TRIPLE, block),
+    ARG("registers per thread", A_INT, registers),
+    ARG("shared memory", A_INT, shared_memory),
+    ARG("bytes", A_INT, bytes),
+    ARG("est. achieved occupancy %", A_FLOAT, occupancy),
+    ARG("blocks per SM", A_FLOAT, blocks_per_sm),
+    ARG("warps per SM", A_FLOAT, warps_per_sm),
+    ARG("kind", A_KIND, kind),
+    ARG("kernel", A_NAME, kernel),
+    ARG("wait_on_stream", A_INT, wait_on_stream),
+    ARG("wait_on_cuda_event_record_corr_id", A_INT, wait_on_event),
+};
+#define N_ARG_FIELDS (sizeof ARG_FIELDS / sizeof ARG_FIELDS[0])
+
+static ArgField COMM_FIELDS[N_COMM]; /* the collective keys as A_COMM fields (module load) */
+
+#define MAX_KEY 40
+static const ArgField *BY_LENGTH[MAX_KEY][8]; /* the fields whose key has each length */
+
+/* the field of the args key k[0..n), or NULL for a key the rows stage does not read */
+static inline const ArgField *arg_field(const unsigned char *k, size_t n) {
+    if (n >= MAX_KEY) return NULL;
+    for (const ArgField *const *f = BY_LENGTH[n]; *f; f++)
+        if (memcmp(k, (*f)->key, n) == 0) return *f;
+    return NULL;
+}
+
+/* BY_LENGTH from ARG_FIELDS and the collective keys; -1 when a length has too many keys */
+static int index_arg_fields(void) {
+    for (int i = 0; i < N_COMM; i++) {
+        COMM_FIELDS[i] = (ArgField){COMM_KEYS[i], strlen(COMM_KEYS[i]), A_COMM, (size_t)i};
+    }
+    const ArgField *all[N_ARG_FIELDS + N_COMM];
+    for (size_t i = 0; i < N_ARG_FIELDS; i++) all[i] = &ARG_FIELDS[i];
+    for (int i = 0; i < N_COMM; i++) all[N_ARG_FIELDS + i] = &COMM_FIELDS[i];
+    for (size_t i = 0; i < N_ARG_FIELDS + N_COMM; i++) {
+        size_t n = all[i]->n, j = 0;
+        if (n >= MAX_KEY) return -1;
+        while (BY_LENGTH[n][j]) j++;
+        if (j + 1 >= sizeof BY_LENGTH[n] / sizeof BY_LENGTH[n][0]) return -1;
+        BY_LENGTH[n][j] = all[i];
+    }
+    return 0;
+}
 
 static void row_defaults(Row *r) {
     memset(r, 0, sizeof *r);
@@ -956,101 +1024,35 @@ static int x_args_fields(Scan *sc, P *p, Row *r) {
         for (size_t i = 0; i < kl; i++)
             if (k[i] >= 0x80) return -1;
         if (expect(p, ':')) return -1;
+        const ArgField *f = arg_field(k, kl);
+        char *at = f ? (char *)r + f->at : NULL;
         Val v;
-        int32_t *raw_id = NULL;
-        int64_t *int_field = NULL;
-        double *float_field = NULL;
-        int64_t *triple_field = NULL;
-        int32_t *str_field = NULL;
-        Intern *str_table = NULL;
-        int comm = -1;
-        switch (kl) {
-        case 4:
-            if (key_is(k, kl, "grid")) triple_field = r->grid;
-            else if (key_is(k, kl, "kind")) str_field = &r->kind, str_table = &sc->kinds;
-            break;
-        case 5:
-            if (key_is(k, kl, "block")) triple_field = r->block;
-            else if (key_is(k, kl, "bytes")) int_field = &r->bytes;
-            break;
-        case 6:
-            if (key_is(k, kl, "stream")) int_field = &r->stream;
-            else if (key_is(k, kl, "device")) {
-                if (value(p, &v)) return -1;
-                r->device_set = v.type == V_MISSING || v.type == V_NULL ? 0
-                                : v.type == V_INT && !v.num.overflow ? 1 : 2;
-                r->device = r->device_set == 1 ? v.num.ival : -1;
-                goto next;
-            } else if (key_is(k, kl, "kernel")) str_field = &r->kernel, str_table = &sc->names;
-            break;
-        case 10:
-            if (key_is(k, kl, "Input Dims")) raw_id = &r->input_dims;
-            else if (key_is(k, kl, "Input type")) raw_id = &r->input_types;
-            break;
-        case 11:
-            if (key_is(k, kl, "correlation")) int_field = &r->correlation;
-            else if (key_is(k, kl, "External id")) int_field = &r->external_id;
-            else if (key_is(k, kl, "external id")) int_field = &r->external_id_2022;
-            break;
-        case 13:
-            if (key_is(k, kl, "shared memory")) int_field = &r->shared_memory;
-            else if (key_is(k, kl, "Input Strides")) raw_id = &r->input_strides;
-            else if (key_is(k, kl, "blocks per SM")) float_field = &r->blocks_per_sm;
-            break;
-        case 12:
-            if (key_is(k, kl, "warps per SM")) float_field = &r->warps_per_sm;
-            break;
-        case 14:
-            if (key_is(k, kl, "wait_on_stream")) int_field = &r->wait_on_stream;
-            break;
-        case 15:
-            if (key_is(k, kl, "Concrete Inputs")) raw_id = &r->concrete_inputs;
-            break;
-        case 20:
-            if (key_is(k, kl, "registers per thread")) int_field = &r->registers;
-            break;
-        case 25:
-            if (key_is(k, kl, "est. achieved occupancy %")) float_field = &r->occupancy;
-            break;
-        case 33:
-            if (key_is(k, kl, "wait_on_cuda_event_record_corr_id")) int_field = &r->wait_on_event;
-            break;
-        default:
-            break;
-        }
-        if (!int_field && !float_field && !triple_field && !str_field && !raw_id) {
-            for (int i = 0; i < N_COMM; i++)
-                if (kl == COMM_KEY_LENGTHS[i] && memcmp(k, COMM_KEYS[i], kl) == 0) {
-                    comm = i;
-                    break;
-                }
-        }
-        if (triple_field) {
-            if (triple(p, triple_field)) return -1;
-        } else if (int_field) {
-            if (value(p, &v)) return -1;
-            *int_field = as_int(&v);
-        } else if (float_field) {
-            if (value(p, &v) || as_float(&v, float_field)) return -1;
-        } else if (str_field) {
-            if (value(p, &v)) return -1;
-            if (v.type == V_STR) {
-                if ((*str_field = intern_str(sc, str_table, &v)) < 0) return -1;
-            } else {
-                *str_field = -1;
-            }
-        } else if (raw_id) {
-            if (value(p, &v)) return -1;
-            if ((*raw_id = intern(&sc->raws, v.raw, v.raw_len)) < 0) return -1;
-        } else if (comm >= 0) {
-            if (value(p, &v)) return -1;
-            CommRec c = {(int64_t)(sc->rows.len / sizeof(Row)), comm,
+        if (!f) {
+            if (skip_value(p)) return -1;
+        } else if (f->kind == A_TRIPLE) {
+            if (triple(p, (int64_t *)at)) return -1;
+        } else if (value(p, &v)) {
+            return -1;
+        } else if (f->kind == A_INT) {
+            *(int64_t *)at = as_int(&v);
+        } else if (f->kind == A_FLOAT) {
+            if (as_float(&v, (double *)at)) return -1;
+        } else if (f->kind == A_NAME || f->kind == A_KIND) {
+            Intern *table = f->kind == A_NAME ? &sc->names : &sc->kinds;
+            int32_t id = v.type == V_STR ? intern_str(sc, table, &v) : -1;
+            if (v.type == V_STR && id < 0) return -1;
+            *(int32_t *)at = id;
+        } else if (f->kind == A_RAW) {
+            if ((*(int32_t *)at = intern(&sc->raws, v.raw, v.raw_len)) < 0) return -1;
+        } else if (f->kind == A_DEVICE) {
+            r->device_set = v.type == V_MISSING || v.type == V_NULL ? 0
+                            : v.type == V_INT && !v.num.overflow ? 1 : 2;
+            r->device = r->device_set == 1 ? v.num.ival : -1;
+        } else { /* A_COMM: at is the key's index in COMM_KEYS */
+            CommRec c = {(int64_t)(sc->rows.len / sizeof(Row)), (int32_t)f->at,
                          (size_t)(v.raw - sc->base), v.raw_len};
             if (buf_put(&sc->comms, &c, sizeof c)) return -1;
-        } else if (skip_value(p)) {
-            return -1;
         }
-    next:
         ws(p);
         if (p->s >= p->end) return -1;
         if (*p->s == ',') {
@@ -1543,7 +1545,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
                                     NULL};
 
 PyMODINIT_FUNC PyInit__scan(void) {
-    for (int i = 0; i < N_COMM; i++) COMM_KEY_LENGTHS[i] = strlen(COMM_KEYS[i]);
+    if (index_arg_fields()) {
+        PyErr_SetString(PyExc_RuntimeError, "_scan: the args key table does not fit");
+        return NULL;
+    }
     C_LOCALE = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     if (!C_LOCALE) return PyErr_NoMemory();
     return PyModule_Create(&module);

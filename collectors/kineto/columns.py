@@ -9,7 +9,7 @@ every table takes from one chunk's activity rows.  numpy only.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -230,14 +230,46 @@ class Activities:
 
     def comm(self, idx: np.ndarray) -> list[dict[str, Any] | None]:
         """``comm_args`` of the rows at *idx* (sorted positions)."""
-        out: list[dict[str, Any] | None] = [None] * len(idx)
-        if self.comms:
-            hits = np.fromiter(self.comms, np.int64, len(self.comms))
-            at = np.searchsorted(idx, hits)
-            for i, j in zip(hits.tolist(), at.tolist(), strict=True):
-                if j < len(idx) and idx[j] == i:
-                    out[j] = self.comms[i]
-        return out
+        return comm_at(self.comms, idx)
+
+
+def comm_at(comms: dict[int, dict[str, Any]], idx: np.ndarray) -> list[dict[str, Any] | None]:
+    """``comm_args`` of the rows at *idx* (sorted positions among a chunk's activity rows), from
+    *comms* ``{row: comm dict}``: None where a row has none."""
+    out: list[dict[str, Any] | None] = [None] * len(idx)
+    if comms:
+        hits = np.fromiter(comms, np.int64, len(comms))
+        at = np.searchsorted(idx, hits)
+        for i, j in zip(hits.tolist(), at.tolist(), strict=True):
+            if j < len(idx) and idx[j] == i:
+                out[j] = comms[i]
+    return out
+
+
+def copy_kinds(
+    name: np.ndarray,
+    memcpy: list[int],
+    arg_kinds: Sequence[Any],
+    by_name: dict[int, str | None],
+    names: Iterable[str],
+) -> list[str | None]:
+    """Memcpy direction of each row (None for the others) from its name (``Memcpy HtoD (Pinned
+    -> Device)`` → ``HtoD``, memoised per name id in *by_name*; *names*: the strings by id),
+    else from its ``args.kind`` (*arg_kinds*, one per *memcpy* row; ROCm writes ``"HtoD"``
+    there).  *memcpy*: the memcpy rows' positions."""
+    out: list[str | None] = [None] * len(name)
+    strings: list[str] | None = None
+    for i, k in zip(memcpy, arg_kinds, strict=True):
+        n = int(name[i])
+        if n not in by_name:
+            strings = strings or list(names)
+            m = COPY_KIND_RE.match(strings[n])
+            by_name[n] = m.group(1) if m else None
+        ck = by_name[n]
+        if ck is None and k.__class__ is str and k in COPY_KINDS:
+            ck = k
+        out[i] = ck
+    return out
 
 
 def gpu_user_part(cols: Activities, idx: np.ndarray) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from collectors.kinds import GPU_KINDS
-from collectors.kineto.columns import COPY_KIND_RE, COPY_KINDS, NAME_NOT_TEXT, OK, OUT_OF_RANGE
+from collectors.kineto.columns import NAME_NOT_TEXT, OK, OUT_OF_RANGE, comm_at, copy_kinds
 from collectors.kineto.decode import COMM_KEYS, COMM_MARKER_KEYS, MEvent
 from collectors.kineto.native import NativeChunk
 from collectors.limits import MAX_NESTING, TIME_LIMIT_NS, nested_deeper
@@ -162,14 +162,7 @@ class _Acts:
 
     def comm(self, idx: np.ndarray) -> list[dict[str, Any] | None]:
         """``comm_args`` of the rows at *idx* (sorted positions; columns.Activities.comm)."""
-        out: list[dict[str, Any] | None] = [None] * len(idx)
-        if self.comms:
-            hits = np.fromiter(self.comms, np.int64, len(self.comms))
-            at = np.searchsorted(idx, hits)
-            for i, j in zip(hits.tolist(), at.tolist(), strict=True):
-                if j < len(idx) and idx[j] == i:
-                    out[j] = self.comms[i]
-        return out
+        return comm_at(self.comms, idx)
 
 
 def _comms(chunk: NativeChunk, keep: np.ndarray | None, n: int) -> dict[int, dict[str, Any]]:
@@ -245,26 +238,11 @@ def _copy_kinds(
     rows: Rows, acts: _Acts, name: np.ndarray, kind: np.ndarray, idx: np.ndarray
 ) -> list[str | None]:
     """Rows._copy_kinds: the direction from the name, else from ``args.kind``."""
-    out: list[str | None] = [None] * len(name)
     memcpy = np.flatnonzero(kind == _MEMCPY).tolist()
-    if not memcpy:
-        return out
-    by_name = rows.copy_kind_of_name
-    strings: list[str] | None = None
     kinds = acts.cols["kind"][idx]
     words = acts.cols.chunk.kinds
-    for i in memcpy:
-        n = int(name[i])
-        if n not in by_name:
-            strings = strings or list(rows.names)
-            m = COPY_KIND_RE.match(strings[n])
-            by_name[n] = m.group(1) if m else None
-        ck = by_name[n]
-        k = int(kinds[i])
-        if ck is None and k >= 0 and words[k] in COPY_KINDS:
-            ck = words[k]
-        out[i] = ck
-    return out
+    arg = [words[k] if k >= 0 else None for k in kinds[memcpy].tolist()]
+    return copy_kinds(name, memcpy, arg, rows.copy_kind_of_name, rows.names)
 
 
 def _host_part(rows: Rows, acts: _Acts, idx: np.ndarray) -> Part:

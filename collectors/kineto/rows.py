@@ -27,8 +27,6 @@ import numpy as np
 from collectors.errors import InputError
 from collectors.kinds import GPU_KINDS, LAUNCH_CATS
 from collectors.kineto.columns import (
-    COPY_KIND_RE,
-    COPY_KINDS,
     EMPTY_INTS,
     NAME_NOT_TEXT,
     NEGATIVE_DUR,
@@ -37,6 +35,7 @@ from collectors.kineto.columns import (
     Activities,
     InexactTimes,
     Rejections,
+    copy_kinds,
     counter_rows,
     counts,
     decimal_us_to_ns,
@@ -351,23 +350,11 @@ class Rows:
         }
 
     def _copy_kinds(self, name: np.ndarray, kind: np.ndarray, a: list[Any]) -> list[str | None]:
-        """Memcpy direction from the name (``Memcpy HtoD (Pinned -> Device)`` → ``HtoD``), else
-        from ``args.kind`` (ROCm writes ``"HtoD"`` there); None for non-memcpy rows."""
-        out: list[str | None] = [None] * len(name)
+        """Memcpy direction from the name, else from ``args.kind``; None for non-memcpy rows
+        (:func:`~collectors.kineto.columns.copy_kinds`)."""
         by_name = self.copy_kind_of_name
-        strings: list[str] | None = None
-        for i in np.flatnonzero(kind == _MEMCPY).tolist():
-            n = int(name[i])
-            if n not in by_name:
-                strings = strings or list(self.names)
-                m = COPY_KIND_RE.match(strings[n])
-                by_name[n] = m.group(1) if m else None
-            ck = by_name[n]
-            k = a[i].kind
-            if ck is None and k.__class__ is str and k in COPY_KINDS:
-                ck = k
-            out[i] = ck
-        return out
+        memcpy = np.flatnonzero(kind == _MEMCPY).tolist()
+        return copy_kinds(name, memcpy, [a[i].kind for i in memcpy], by_name, self.names)
 
     def _host_part(self, cols: Activities, idx: np.ndarray) -> dict[str, Any]:
         a = cols.args_at(idx)
