@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analyzers.critical_path.labels import distinct
+from analyzers.critical_path.labels import Labelled, distinct
 from analyzers.critical_path.simulate import run
 from analyzers.critical_path.step_graph import KINDS, StepGraph
 
@@ -64,7 +64,7 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class Segments:
+class Segments(Labelled):
     """A path's segments as columns (one entry per :class:`Segment`, in path order), their
     labels as codes into a table of distinct strings (:attr:`cause` / :attr:`detail` /
     :attr:`name` give the strings)."""
@@ -84,18 +84,6 @@ class Segments:
     @property
     def duration_ns(self) -> np.ndarray:
         return self.end_ns - self.start_ns
-
-    @property
-    def cause(self) -> np.ndarray:
-        return self.labels[self.cause_code]
-
-    @property
-    def detail(self) -> np.ndarray:
-        return self.labels[self.detail_code]
-
-    @property
-    def name(self) -> np.ndarray:
-        return self.labels[self.name_code]
 
     def rows(self, pick: np.ndarray | None = None) -> list[Segment]:
         """The segments as :class:`Segment` objects (those at *pick* only, in its order)."""

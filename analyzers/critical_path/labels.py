@@ -48,6 +48,42 @@ FIXED = (
 """Labels every table starts with (``""`` has code 0)."""
 
 
+class Labelled:
+    """Decoded labels of a table of coded edges or segments: its ``labels`` (distinct strings)
+    and per row a ``cause_code``, ``detail_code`` and ``name_code`` into them (a mixin of
+    :class:`~analyzers.critical_path.rank_graph.RankGraph`,
+    :class:`~analyzers.critical_path.step_graph.StepGraph` and
+    :class:`~analyzers.critical_path.blame.Segments`)."""
+
+    labels: np.ndarray
+    cause_code: np.ndarray
+    detail_code: np.ndarray
+    name_code: np.ndarray
+
+    @property
+    def cause(self) -> np.ndarray:
+        """Each row's cause (object array of str)."""
+        return self.labels[self.cause_code]
+
+    @property
+    def detail(self) -> np.ndarray:
+        return self.labels[self.detail_code]
+
+    @property
+    def name(self) -> np.ndarray:
+        return self.labels[self.name_code]
+
+
+class Categorised(Labelled):
+    """:class:`Labelled` with a ``category_code`` per row (a GPU row's op category)."""
+
+    category_code: np.ndarray
+
+    @property
+    def category(self) -> np.ndarray:
+        return self.labels[self.category_code]
+
+
 @dataclass(frozen=True)
 class EdgeLabels:
     """Per edge (cause, detail, name, category) as codes into :attr:`table`."""

@@ -42,6 +42,7 @@ from analyzers.critical_path.labels import (
     DATA_LOADING,
     KINDS,
     SYNC_CALL_NAMES,
+    Categorised,
     K,
     edge_labels,
 )
@@ -57,7 +58,7 @@ GPU_ROW_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 @dataclass
-class RankGraph:
+class RankGraph(Categorised):
     """One rank's nodes and edges (module docstring); node ids are local to the part,
     numbered lane by lane (:func:`rank_graph`)."""
 
@@ -99,23 +100,6 @@ class RankGraph:
     @property
     def n_nodes(self) -> int:
         return len(self.node_time)
-
-    @property
-    def cause(self) -> np.ndarray:
-        """Each edge's cause (object array of str)."""
-        return self.labels[self.cause_code]
-
-    @property
-    def detail(self) -> np.ndarray:
-        return self.labels[self.detail_code]
-
-    @property
-    def name(self) -> np.ndarray:
-        return self.labels[self.name_code]
-
-    @property
-    def category(self) -> np.ndarray:
-        return self.labels[self.category_code]
 
 
 class _Builder:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzers.critical_path.labels import distinct
+from analyzers.critical_path.labels import Categorised, distinct
 from analyzers.critical_path.paths import (
     NO_ANCHOR,
     ForwardOrder,
@@ -83,7 +83,7 @@ class Join:
 
 
 @dataclass
-class StepGraph:
+class StepGraph(Categorised):
     """All ranks' nodes and edges with the measured times (module docstring)."""
 
     ranks: list[int]
@@ -164,23 +164,6 @@ class StepGraph:
         return replay_plan(
             len(self.node_time), self.in_topo_order, self.pred, self.src, self.anchor
         )
-
-    @property
-    def cause(self) -> np.ndarray:
-        """Each edge's cause (object array of str)."""
-        return self.labels[self.cause_code]
-
-    @property
-    def detail(self) -> np.ndarray:
-        return self.labels[self.detail_code]
-
-    @property
-    def name(self) -> np.ndarray:
-        return self.labels[self.name_code]
-
-    @property
-    def category(self) -> np.ndarray:
-        return self.labels[self.category_code]
 
     def label_is(self, codes: np.ndarray, value: str) -> np.ndarray:
         """Per code of *codes*, whether its label is *value*."""
