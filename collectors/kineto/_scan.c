@@ -551,15 +551,38 @@ static int to_double(const Num *n, double *out) {
 
 static int skip_value(P *p);
 
-static int skip_object(P *p) {
+/* at an object's or array's opening bracket: steps in (one level deeper); 1 when it closes at
+ * once with *close* (stepped out again), 0 when members follow, -1 when nested too deep */
+static inline int open_container(P *p, unsigned char close) {
     if (++p->depth > MAX_DEPTH) return -1;
-    p->s++; /* { */
+    p->s++;
     ws(p);
-    if (p->s < p->end && *p->s == '}') {
+    if (p->s < p->end && *p->s == close) {
         p->s++;
         p->depth--;
+        return 1;
+    }
+    return 0;
+}
+
+/* after a member: 0 at a comma (another member follows), 1 at the closing *close* (stepped
+ * out), -1 otherwise */
+static inline int next_member(P *p, unsigned char close) {
+    ws(p);
+    if (p->s >= p->end) return -1;
+    if (*p->s == ',') {
+        p->s++;
         return 0;
     }
+    if (*p->s != close) return -1;
+    p->s++;
+    p->depth--;
+    return 1;
+}
+
+static int skip_object(P *p) {
+    int o = open_container(p, '}');
+    if (o) return o < 0 ? -1 : 0;
     for (;;) {
         const unsigned char *k;
         size_t kl;
@@ -567,40 +590,16 @@ static int skip_object(P *p) {
         ws(p);
         if (p->s >= p->end || *p->s != '"' || string(p, &k, &kl, &esc)) return -1;
         if (expect(p, ':') || skip_value(p)) return -1;
-        ws(p);
-        if (p->s >= p->end) return -1;
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        if (*p->s != '}') return -1;
-        p->s++;
-        p->depth--;
-        return 0;
+        if ((o = next_member(p, '}'))) return o < 0 ? -1 : 0;
     }
 }
 
 static int skip_array(P *p) {
-    if (++p->depth > MAX_DEPTH) return -1;
-    p->s++; /* [ */
-    ws(p);
-    if (p->s < p->end && *p->s == ']') {
-        p->s++;
-        p->depth--;
-        return 0;
-    }
+    int o = open_container(p, ']');
+    if (o) return o < 0 ? -1 : 0;
     for (;;) {
         if (skip_value(p)) return -1;
-        ws(p);
-        if (p->s >= p->end) return -1;
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        if (*p->s != ']') return -1;
-        p->s++;
-        p->depth--;
-        return 0;
+        if ((o = next_member(p, ']'))) return o < 0 ? -1 : 0;
     }
 }
 
@@ -959,33 +958,18 @@ static int triple(P *p, int64_t out[3]) {
     ws(p);
     if (p->s >= p->end) return -1;
     if (*p->s != '[') return skip_value(p);
-    if (++p->depth > MAX_DEPTH) return -1;
-    p->s++;
     int64_t got[3];
     int n = 0, ok = 1;
-    ws(p);
-    if (p->s < p->end && *p->s == ']') {
-        p->s++;
-        p->depth--;
-        return 0;
-    }
-    for (;;) {
+    int o = open_container(p, ']');
+    if (o) return o < 0 ? -1 : 0;
+    do {
         Val v;
         if (value(p, &v) || v.type == V_BOOL) return -1;
         if (v.type != V_INT || v.num.overflow || v.num.ival < 0) ok = 0;
         else if (n < 3) got[n] = v.num.ival;
         n++;
-        ws(p);
-        if (p->s >= p->end) return -1;
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        if (*p->s != ']') return -1;
-        p->s++;
-        break;
-    }
-    p->depth--;
+    } while (!(o = next_member(p, ']')));
+    if (o < 0) return -1;
     if (ok && n == 3) memcpy(out, got, sizeof got);
     return 0;
 }
@@ -1006,14 +990,8 @@ static int x_args_fields(Scan *sc, P *p, Row *r) {
     trim_comms(sc);
     ws(p);
     if (p->s >= p->end || *p->s != '{') return -1;
-    if (++p->depth > MAX_DEPTH) return -1;
-    p->s++;
-    ws(p);
-    if (p->s < p->end && *p->s == '}') {
-        p->s++;
-        p->depth--;
-        return 0;
-    }
+    int o = open_container(p, '}');
+    if (o) return o < 0 ? -1 : 0;
     for (;;) {
         const unsigned char *k;
         size_t kl;
@@ -1053,16 +1031,7 @@ static int x_args_fields(Scan *sc, P *p, Row *r) {
                          (size_t)(v.raw - sc->base), v.raw_len};
             if (buf_put(&sc->comms, &c, sizeof c)) return -1;
         }
-        ws(p);
-        if (p->s >= p->end) return -1;
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        if (*p->s != '}') return -1;
-        p->s++;
-        p->depth--;
-        return 0;
+        if ((o = next_member(p, '}'))) return o < 0 ? -1 : 0;
     }
 }
 
@@ -1249,18 +1218,11 @@ static int event(Scan *sc, P *p) {
             args_in_row = 0;
         }
         if (dst ? value(p, dst) : skip_value(p)) return -1;
-    next:
-        ws(p);
-        if (p->s >= p->end) return -1;
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        if (*p->s != '}') return -1;
-        p->s++;
-        break;
+    next:;
+        int o = next_member(p, '}');
+        if (o < 0) return -1;
+        if (o) break;
     }
-    p->depth--;
     int64_t pos = sc->n_events++;
     int is;
     switch (phase) {
@@ -1329,14 +1291,15 @@ static int events(Scan *sc, P *p, int tail) {
 /* ------------------------------------------------------------------------------------------ */
 /* the result */
 
-/* one column of the rows as a bytearray (numpy reads it without a copy) */
-#define COLUMN(name, type, expr)                                                               \
+/* one column of *count* records (*rec_t* at *base*, each seen as *var* in *expr*) as a
+   bytearray (numpy reads it without a copy), set as *name* in the dict `cols` */
+#define FILL_COLUMN(name, type, count, rec_t, var, base, expr)                                 \
     do {                                                                                       \
-        PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(type)));    \
+        PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(count * sizeof(type))); \
         if (!ba) goto fail;                                                                    \
         type *col = (type *)PyByteArray_AS_STRING(ba);                                         \
-        for (size_t i = 0; i < n; i++) {                                                       \
-            const Row *r = rows + i;                                                           \
+        for (size_t i = 0; i < count; i++) {                                                   \
+            const rec_t *var = base + i;                                                       \
             col[i] = (type)(expr);                                                             \
         }                                                                                      \
         int e = PyDict_SetItemString(cols, name, ba);                                          \
@@ -1344,19 +1307,9 @@ static int events(Scan *sc, P *p, int tail) {
         if (e) goto fail;                                                                      \
     } while (0)
 
-#define MEM_COLUMN(name, type, expr)                                                           \
-    do {                                                                                       \
-        PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(nm * sizeof(type)));   \
-        if (!ba) goto fail;                                                                    \
-        type *col = (type *)PyByteArray_AS_STRING(ba);                                         \
-        for (size_t i = 0; i < nm; i++) {                                                      \
-            const MemRec *m = mems + i;                                                        \
-            col[i] = (type)(expr);                                                             \
-        }                                                                                      \
-        int e = PyDict_SetItemString(cols, name, ba);                                          \
-        Py_DECREF(ba);                                                                         \
-        if (e) goto fail;                                                                      \
-    } while (0)
+/* a column of the rows (`r`), and of the memory samples (`m`) */
+#define COLUMN(name, type, expr) FILL_COLUMN(name, type, n, Row, r, rows, expr)
+#define MEM_COLUMN(name, type, expr) FILL_COLUMN(name, type, nm, MemRec, m, mems, expr)
 
 static PyObject *meta_list(Scan *sc) {
     PyObject *strs = intern_list(&sc->meta_strs, 1);
