@@ -393,6 +393,10 @@ def _text(v: Any) -> str:
     return msgspec.json.encode(v).decode()
 
 
+OP_GROUP_KEYS = ("op", "input_dims", "input_types", "concrete_inputs", "precision")
+"""The columns whose equal values make an op group."""
+
+
 def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
     """Calls of the same op with the same recorded arguments (shapes, dtypes, concrete
     inputs), summed: op, input_dims, input_types, concrete_inputs, kind, precision, exact (all
@@ -405,7 +409,7 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         if gpu_time is not None:
             out.attrs[GPU_TIME] = gpu_time
         return out
-    keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
+    keys = list(OP_GROUP_KEYS)
     g = _groups_by_codes(costs, keys)
     if g is not None:
         out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")
@@ -413,6 +417,17 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         if gpu_time is not None:
             out.attrs[GPU_TIME] = gpu_time
         return out
+    out = groups_by_groupby(costs)
+    if gpu_time is not None:
+        out.attrs[GPU_TIME] = gpu_time
+    return out
+
+
+def groups_by_groupby(costs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`op_groups` of a non-empty *costs* by a pandas ``groupby`` (the path where the
+    key columns' codes are not available; the reference its code path is tested against),
+    without the ``attrs``."""
+    keys = list(OP_GROUP_KEYS)
     # the first non-empty note of a group: "first" skips missing values, so "" becomes missing
     notes = costs["note"].astype(object)
     costs = costs.assign(_note=notes.where(notes != "", None))
@@ -432,12 +447,8 @@ def op_groups(costs: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     g["note"] = g["note"].astype(object).where(g["note"].notna(), "").astype(costs["note"].dtype)
-    out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")[
-        cols
-    ].reset_index(drop=True)
-    if gpu_time is not None:
-        out.attrs[GPU_TIME] = gpu_time
-    return out
+    out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")
+    return out[list(OP_GROUP_COLUMNS)].reset_index(drop=True)
 
 
 _SUMMED = ("flops", "bytes", "kernels", "kernel_time_ns")

@@ -10,33 +10,19 @@ import pandas as pd
 import pytest
 
 from analyzers.op_models import op_costs, op_groups
-from analyzers.op_models.attribution import GPU_TIME, OP_COST_COLUMNS, OP_GROUP_COLUMNS
+from analyzers.op_models.attribution import (
+    GPU_TIME,
+    OP_COST_COLUMNS,
+    OP_GROUP_KEYS,
+    _groups_by_codes,
+    groups_by_groupby,
+)
 from tests.support.env import shared_path
 
 
 def _groupby_groups(costs: pd.DataFrame) -> pd.DataFrame:
-    """The replaced aggregation."""
-    keys = ["op", "input_dims", "input_types", "concrete_inputs", "precision"]
-    notes = costs["note"].astype(object)
-    costs = costs.assign(_note=notes.where(notes != "", None))
-    g = (
-        costs.groupby(keys, sort=False, observed=True)
-        .agg(
-            kind=("kind", "first"),
-            exact=("exact", "all"),
-            note=("_note", "first"),
-            calls=("flops", "size"),
-            flops=("flops", "sum"),
-            bytes=("bytes", "sum"),
-            kernels=("kernels", "sum"),
-            kernel_time_ns=("kernel_time_ns", "sum"),
-            host_copy=("host_copy", "any"),
-        )
-        .reset_index()
-    )
-    g["note"] = g["note"].astype(object).where(g["note"].notna(), "").astype(costs["note"].dtype)
-    out = g.sort_values(["kernel_time_ns", "op"], ascending=[False, True], kind="stable")
-    out = out[list(OP_GROUP_COLUMNS)].reset_index(drop=True)
+    """The replaced aggregation (kept as the path without key codes)."""
+    out = groups_by_groupby(costs)
     out.attrs[GPU_TIME] = costs.attrs.get(GPU_TIME)
     return out
 
@@ -104,4 +90,5 @@ def test_shared_traces(parts: tuple[str, ...]) -> None:
     (t,) = load_traces([shared_path("kineto", *parts)])
     costs = op_costs(t)
     assert len(costs)
+    assert _groups_by_codes(costs, list(OP_GROUP_KEYS)) is not None  # the path under test
     pd.testing.assert_frame_equal(op_groups(costs), _groupby_groups(costs), check_exact=True)
