@@ -26,6 +26,7 @@ from analyzers.options import AnalysisOptions
 from analyzers.steps import step_events, step_windows
 from analyzers.temporal import typed_events
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from tests.support.builders import host_columns, step_annotations
 
 OPTIONS = AnalysisOptions()
 KERNELS = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllGather_RING_LL",
@@ -66,22 +67,8 @@ def random_trace(seed: int) -> Trace:
                 a if x.startswith("nccl") else None for a, x in zip(args, names, strict=True)
             ],
         },
-        host={
-            "name": [h[0] for h in host],
-            "cat": [h[1] for h in host],
-            "start_ns": [h[2] for h in host],
-            "end_ns": [h[3] for h in host],
-            "pid": [1] * len(host),
-            "tid": [1] * len(host),
-            "correlation": [h[4] for h in host],
-        },
-        annotations={
-            "name": [f"ProfilerStep#{k}" for k, _, _ in steps],
-            "kind": ["step"] * 3,
-            "start_ns": [s for _, s, _ in steps],
-            "end_ns": [e for _, _, e in steps],
-            "step": [k for k, _, _ in steps],
-        },
+        host=host_columns(host),
+        annotations=step_annotations(steps),
     )
 
 

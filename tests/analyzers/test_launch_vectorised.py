@@ -28,6 +28,7 @@ from analyzers.window import gpu_events
 from collectors.linking import launching_calls
 from collectors.model import GPU_WORK_KINDS, Trace, TraceMeta, make_trace, str_array
 from reports.summary.sections.wait import launch as launch_section
+from tests.support.builders import host_columns, step_annotations
 
 OPTIONS = AnalysisOptions()
 CALLS = ["cudaLaunchKernel", "cudaLaunchKernel_v7000", "cudaMemcpyAsync", "cudaGraphLaunch",
@@ -59,22 +60,8 @@ def random_trace(seed: int) -> Trace:
             "end_ns": start + rng.integers(0, 5, n) * 1000,
             "correlation": corr,
         },
-        host={
-            "name": [h[0] for h in host],
-            "cat": [h[1] for h in host],
-            "start_ns": [h[2] for h in host],
-            "end_ns": [h[3] for h in host],
-            "pid": [1] * len(host),
-            "tid": [1] * len(host),
-            "correlation": [h[4] for h in host],
-        },
-        annotations={
-            "name": [f"ProfilerStep#{k}" for k, _, _ in steps],
-            "kind": ["step"] * 3,
-            "start_ns": [s for _, s, _ in steps],
-            "end_ns": [e for _, _, e in steps],
-            "step": [k for k, _, _ in steps],
-        },
+        host=host_columns(host),
+        annotations=step_annotations(steps),
     )
 
 

@@ -50,3 +50,28 @@ def h100(rank: int) -> DeviceInfo:
         compute_minor=0,
         sm_count=132,
     )
+
+
+def host_columns(host: list[tuple]) -> dict[str, list]:
+    """Host columns of (name, cat, start_ns, end_ns, correlation) calls on thread 1 of
+    process 1."""
+    return {
+        "name": [h[0] for h in host],
+        "cat": [h[1] for h in host],
+        "start_ns": [h[2] for h in host],
+        "end_ns": [h[3] for h in host],
+        "pid": [1] * len(host),
+        "tid": [1] * len(host),
+        "correlation": [h[4] for h in host],
+    }
+
+
+def step_annotations(steps: list[tuple[int, int, int]]) -> dict[str, list]:
+    """Annotation columns of ``ProfilerStep#N`` steps given as (N, start_ns, end_ns)."""
+    return {
+        "name": [f"ProfilerStep#{k}" for k, _, _ in steps],
+        "kind": ["step"] * len(steps),
+        "start_ns": [s for _, s, _ in steps],
+        "end_ns": [e for _, _, e in steps],
+        "step": [k for k, _, _ in steps],
+    }

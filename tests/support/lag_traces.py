@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 from collectors.model import DeviceInfo, Trace, TraceMeta, make_trace
+from tests.support.builders import host_columns, step_annotations
 
 US = 1000
 MS = 1_000_000
@@ -160,22 +161,10 @@ def lag_rank(rank: int, lag: float, steps: int = 6, world: int = 2) -> LagRank:
             "correlation": [g[4] for g in gpu],
             "device": [rank] * len(gpu),
         },
-        host={
-            "name": [h[0] for h in host],
-            "cat": [h[1] for h in host],
-            "start_ns": [h[2] for h in host],
-            "end_ns": [h[3] for h in host],
-            "pid": [1] * len(host),
-            "tid": [1] * len(host),
-            "correlation": [h[4] for h in host],
-        },
-        annotations={
-            "name": [f"ProfilerStep#{FIRST_STEP + i}" for i in range(steps)],
-            "kind": ["step"] * steps,
-            "start_ns": [T0 + i * STEP_NS for i in range(steps)],
-            "end_ns": [T0 + (i + 1) * STEP_NS for i in range(steps)],
-            "step": [FIRST_STEP + i for i in range(steps)],
-        },
+        host=host_columns(host),
+        annotations=step_annotations(
+            [(FIRST_STEP + i, T0 + i * STEP_NS, T0 + (i + 1) * STEP_NS) for i in range(steps)]
+        ),
     )
     truths = []
     prev_end: int | None = None
