@@ -55,7 +55,7 @@ def start_read_early(paths: Sequence[str]) -> None:
     """With one Kineto file to read, or two that the engine will read here one after the other
     (both large enough that :func:`~reports.summary.planning.here_on_two_cpus` holds and no
     pool is spawned), begin reading the first one (:func:`collectors.kineto.early.start`: in a
-    thread, or a forked helper for huge files); the engine takes that read when it parses the
+    forked child, a thread for small files); the engine takes that read when it parses the
     file, and a read left untaken (the parse cache had the file) is stopped.  Nothing here
     raises: the engine reports bad input as always."""
     import contextlib

@@ -1,14 +1,17 @@
 """Reading a Kineto file before the caller has imported the rest of its work.
 
-The CLI knows the file it will read before it imports pandas and the analyses (about 0.2 s).
+The CLI knows the file it will read before it imports pandas and the analyses (about 0.3 s).
 :func:`start` begins the read then: for a file large enough to be read by two processes
 (:func:`collectors.kineto.parallel.wanted`) it forks the parallel read's helper
 (:func:`collectors.kineto.parallel.start_early`); otherwise, where the native scanner is enabled
-and a second CPU is usable, it reads the file in a thread (the chunks' scan releases the GIL,
-so it runs beside the imports).  :func:`take` joins that read when the reader wants the file
-(:func:`collectors.kineto.reader.read_kineto`): the rows are exactly a serial read's, and an
-error it met is raised there, as a serial read raises it.  :func:`cancel` stops reads no one
-took (the parse cache had the file): a thread stops at its next chunk.
+and a second CPU is usable, a file of at least :data:`MIN_TEXT_BYTES_PROCESS` of JSON is
+gunzipped and scanned by a forked child (:class:`~collectors.kineto.scan_process.ScanProcess`:
+a thread would wait for the GIL behind the imports), whose chunks become rows here when the
+reader takes them; a smaller one is read in a thread.  :func:`take` joins that read when the
+reader wants the file (:func:`collectors.kineto.reader.read_kineto`): the rows are exactly a
+serial read's, and an error it met is raised there, as a serial read raises it.
+:func:`cancel` stops reads no one took (the parse cache had the file): a thread stops at its
+next chunk, a child is killed.
 
 This module imports only what the rows stage imports (numpy, msgspec), no pandas.
 """
@@ -24,7 +27,12 @@ from typing import Any
 
 from collectors.kineto import parallel
 from collectors.kineto.native import enabled as native_enabled
-from collectors.kineto.rows import Cancelled, RowParts, read_rows
+from collectors.kineto.rows import Cancelled, RowParts, read_rows, read_scanned
+from collectors.kineto.scan_process import ScanProcess, reserve_bytes
+
+MIN_TEXT_BYTES_PROCESS = 8 << 20
+"""Scan a file in a forked child from this much JSON text on (below it, in a thread: the fork
+and the pickling cost more than the GIL's waits)."""
 
 
 @dataclass
@@ -39,29 +47,45 @@ class _Read:
 
 _reads: dict[tuple[str, bool], _Read] = {}
 """Reads started by :func:`start` in a thread, by (resolved path, include_python)."""
+_scans: dict[tuple[str, bool], ScanProcess] = {}
+"""Reads started by :func:`start` in a forked child, by (resolved path, include_python)."""
 
 
 def _key(path: str | Path, include_python: bool) -> tuple[str, bool]:
     return (str(Path(path).resolve()), include_python)
 
 
-def start(path: str | Path, include_python: bool = False) -> bool:
+def start(path: str | Path, include_python: bool = False, *, beside_work: bool = False) -> bool:
     """Begin reading *path* now, in a forked helper or a thread (see the module docstring);
-    True when a read was started.  Nothing here raises: the read reports bad input when taken.
+    True when a read was started.  *beside_work*: the caller is about to run other work (the
+    analysis of the file before this one), not imports: only a read in another process is
+    begun (a thread would share the GIL with that work).  Nothing here raises: the read reports
+    bad input when taken.
     """
     p = Path(path)
     try:
         key = _key(p, include_python)
     except OSError:
         return False
-    if key in _reads or parallel.started_early(p, include_python):
+    if key in _reads or key in _scans or parallel.started_early(p, include_python):
         return False  # begun already (the launcher, then the command)
     if parallel.start_early(p, include_python):
         return True
     try:
         if not p.is_file() or not native_enabled() or not parallel.spare_cpu():
             return False
+        text = parallel.text_bytes(p)
     except OSError:
+        return False
+    if not _reads and not _scans:
+        atexit.register(cancel)
+    if text >= MIN_TEXT_BYTES_PROCESS:
+        try:
+            _scans[key] = ScanProcess(p, reserve_bytes(text))
+            return True
+        except OSError:
+            pass  # no fork here: a thread
+    if beside_work:
         return False
     read = _Read(threading.Thread(target=lambda: None), threading.Event())
 
@@ -72,8 +96,6 @@ def start(path: str | Path, include_python: bool = False) -> bool:
             read.outcome.append(e)
 
     read.thread = threading.Thread(target=run, name="gpuscope-early-read", daemon=True)
-    if not _reads:
-        atexit.register(cancel)
     _reads[key] = read
     read.thread.start()
     return True
@@ -87,9 +109,13 @@ def take(path: str | Path, include_python: bool) -> RowParts | None:
         InputError: what the read of the file raised (exactly a serial read's error).
     """
     try:
-        read = _reads.pop(_key(path, include_python), None)
+        key = _key(path, include_python)
     except OSError:
         return None
+    ahead = _scans.pop(key, None)
+    if ahead is not None:
+        return read_scanned(ahead, Path(path), include_python)
+    read = _reads.pop(key, None)
     if read is None:
         return None
     read.thread.join()
@@ -105,11 +131,15 @@ def cancel(path: str | Path | None = None) -> None:
     stops at its next chunk; a forked helper is killed)."""
     keys: list[tuple[str, bool]] = []
     if path is None:
-        keys = list(_reads)
+        keys = [*_reads, *_scans]
     else:
         with contextlib.suppress(OSError):
-            keys = [k for k in _reads if k[0] == str(Path(path).resolve())]
+            keys = [k for k in (*_reads, *_scans) if k[0] == str(Path(path).resolve())]
     parallel.cancel_early(path)
+    for k in keys:
+        ahead = _scans.pop(k, None)
+        if ahead is not None:
+            ahead.close()
     for k in keys:
         read = _reads.pop(k, None)
         if read is not None:

@@ -154,6 +154,10 @@ def analyze_paths(
         ):
             mode, n = "in-process", 1
             for i, u in enumerate(units):
+                if not cached and i + 1 < len(units) and units[i + 1].kind == "kineto":
+                    from collectors.kineto import early
+
+                    early.start(units[i + 1].paths[0], beside_work=True)  # read during this one
                 last = i == len(units) - 1  # its last rank combines what can be combined early
                 earlier = [d for r in results if r is not None for d in r.digests] if last else None
                 done(run_unit(u, i, *args, measure=False, sole=len(units) == 1, earlier=earlier))

@@ -18,8 +18,22 @@ from tests.support.env import SAMPLES
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files whose read is begun before the imports (the engine's reads of the next file,
+    begun beside the analysis of the one before, are left out: :func:`beside`)."""
     calls: list[Path] = []
-    monkeypatch.setattr(early, "start", lambda p, *a: calls.append(Path(p)))
+    monkeypatch.setattr(
+        early, "start", lambda p, *a, beside_work=False: beside_work or calls.append(Path(p))
+    )
+    return calls
+
+
+@pytest.fixture
+def beside(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files whose read the engine begins beside the analysis of the file before."""
+    calls: list[Path] = []
+    monkeypatch.setattr(
+        early, "start", lambda p, *a, beside_work=False: beside_work and calls.append(Path(p))
+    )
     return calls
 
 
@@ -115,3 +129,18 @@ def test_the_console_script_begins_the_read_then_runs_the_command(
     assert started == [trace] and ran == [args]
     assert launch.main(["report", str(trace)]) == 0
     assert started == [trace] and len(ran) == 2  # another command: nothing begun
+
+
+def test_each_next_file_is_begun_beside_the_analysis_of_the_one_before(
+    beside: list[Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Ranks analysed here one after the other: the read of each rank but the first is begun
+    as the rank before it is analysed (the first one's by the launcher); with every result
+    cached, none is."""
+    monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
+    monkeypatch.setattr("reports.summary.engine.here_on_two_cpus", lambda *a: True)
+    monkeypatch.setenv("GPUSCOPE_CACHE_DIR", str(tmp_path))
+    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")])
+    assert [p.name for p in beside] == ["rank-1.json.gz"]
+    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")])  # every rank's results cached
+    assert [p.name for p in beside] == ["rank-1.json.gz"]

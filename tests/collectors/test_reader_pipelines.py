@@ -23,16 +23,17 @@ from tests.support.env import shared_path
 KINETO = Path(collectors.kineto.__file__).parent
 KINETO_CALLS_DOWN = {
     "reader": {"early", "parallel", "rows", "tables"},
-    "early": {"parallel", "rows"},
+    "early": {"parallel", "rows", "stream"},
     "parallel": {"rows"},
     "rows": {"stream", "columns", "native"},
     "stream": {"source", "decode", "native"},
 }
 """Which stage modules each Kineto stage may call (a module's calls to itself are not listed)."""
-KINETO_STAGE_OF = {"native_rows": "rows", "scan_thread": "stream"}
+KINETO_STAGE_OF = {"native_rows": "rows", "scan_thread": "stream", "scan_process": "stream"}
 """Modules that are part of another stage: the rows of natively scanned chunks
 (``native_rows``) are built by the rows stage, and the stream stage's scanning thread
-(``scan_thread``) runs the native scans, each in a module of its own."""
+(``scan_thread``) and scanning process (``scan_process``) run the native scans, each in a
+module of its own."""
 
 NSYS = Path(collectors.nsys.__file__).parent
 NSYS_CALLS_DOWN = {

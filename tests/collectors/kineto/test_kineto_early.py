@@ -40,17 +40,38 @@ def _same(a: Trace, b: Trace) -> None:
     assert a.meta == b.meta
 
 
-def test_a_read_begun_early_is_taken_by_the_reader() -> None:
+WHERE = ["thread", "process"]
+
+
+def _read_in(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files of any size read early in a thread, or in a forked child."""
+    monkeypatch.setattr(early, "MIN_TEXT_BYTES_PROCESS", 0 if where == "process" else 1 << 62)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_a_read_begun_early_is_taken_by_the_reader(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _read_in(where, monkeypatch)
     path = shared_path("kineto", "hta", "nccl_parser_config", "nccl_data.json.gz")
     serial = read_kineto(path, parallel=False)
     assert early.start(path)
     assert not early.start(path)  # one read per file
-    taken = early._reads[early._key(path, False)]
+    key = early._key(path, False)
+    assert (key in early._scans) == (where == "process") and (key in early._reads) != (
+        where == "process"
+    )
+    taken = early._reads.get(key)
     _same(read_kineto(path), serial)
-    assert not early._reads and not taken.thread.is_alive()
+    assert not early._reads and not early._scans
+    assert taken is None or not taken.thread.is_alive()
 
 
-def test_a_bad_file_read_early_raises_the_serial_reads_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", WHERE)
+def test_a_bad_file_read_early_raises_the_serial_reads_error(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _read_in(where, monkeypatch)
     bad = tmp_path / "t.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1}, {]}')
     with pytest.raises(InputError) as serial:
@@ -61,7 +82,81 @@ def test_a_bad_file_read_early_raises_the_serial_reads_error(tmp_path: Path) -> 
     assert str(taken.value) == str(serial.value)
 
 
+SCANNED = [
+    ("hta", "mtia_trace_single_rank", "mtia_rank_0.json.gz"),
+    ("hta", "trace_filter", "sampled_rank-0.json.gz"),
+    ("hta", "ns_resolution_trace", "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
+    ("tracelens", "mi300", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+]
+
+
+@pytest.mark.parametrize("parts", SCANNED, ids=[p[1] for p in SCANNED])
+def test_the_chunks_a_child_scans_make_the_serial_reads_rows(
+    parts: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Traces with kernels, memory samples, decimal times and collectives; chunks of 256 KiB,
+    so that a file is many chunks."""
+    _read_in("process", monkeypatch)
+    monkeypatch.setattr("collectors.kineto.stream.CHUNK_BYTES", 256 << 10)
+    path = shared_path("kineto", *parts)
+    serial = read_kineto(path, parallel=False)
+    assert early.start(path)
+    _same(read_kineto(path), serial)
+
+
+def test_a_child_that_dies_or_runs_out_of_room_leaves_the_read_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    import collectors.kineto.scan_process as scan_process
+
+    _read_in("process", monkeypatch)
+    monkeypatch.setattr("collectors.kineto.stream.CHUNK_BYTES", 4096)
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    serial = read_kineto(path, parallel=False)
+    real = scan_process.stream_chunks
+
+    def dies(*a: object, **k: object) -> Iterator[object]:
+        yield next(real(*a, **k))  # type: ignore[arg-type]
+        os._exit(9)
+
+    monkeypatch.setattr(scan_process, "stream_chunks", dies)
+    assert early.start(path)
+    _same(read_kineto(path), serial)
+    monkeypatch.setattr(scan_process, "stream_chunks", real)
+    monkeypatch.setattr(scan_process, "reserve_bytes", lambda n: 8192)  # two chunks at most
+    assert early.start(path)
+    _same(read_kineto(path), serial)
+
+
+def test_a_child_no_one_takes_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    _read_in("process", monkeypatch)
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    assert early.start(path)
+    child = early._scans[early._key(path, False)]._helper
+    assert child is not None
+    pid = child.pid
+    early.cancel(path)
+    assert not early._scans and early.take(path, False) is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
+
+
+def test_beside_other_work_only_a_child_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine begins the next file's read beside the analysis of the one before: never
+    in a thread, which would share the GIL with that analysis."""
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    _read_in("thread", monkeypatch)
+    assert not early.start(path, beside_work=True) and not early._reads
+    _read_in("process", monkeypatch)
+    assert early.start(path, beside_work=True) and early._scans
+
+
 def test_a_read_no_one_takes_stops_at_its_next_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    _read_in("thread", monkeypatch)
     path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
     entered, release = threading.Event(), threading.Event()
     add = Rows.add
@@ -97,15 +192,19 @@ def test_no_early_read_without_the_scanner_a_spare_cpu_or_a_file(
     assert not early._reads
 
 
-def test_a_cache_hit_stops_the_early_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", WHERE)
+def test_a_cache_hit_stops_the_early_read(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from collectors.cache import TraceCache, read_kineto_cached
 
     path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
     cache = TraceCache(tmp_path / "cache")
     read_kineto_cached(path, cache)  # built
+    _read_in(where, monkeypatch)
     assert early.start(path)
     traces, outcome = read_kineto_cached(path, cache)
-    assert outcome.status == "hit" and not early._reads
+    assert outcome.status == "hit" and not early._reads and not early._scans
     _same(traces[0], build_trace(read_rows(path, False), None))
 
 
