@@ -70,7 +70,7 @@ def jobs(
         red = RUN_REDUCERS.get(key)
         if red is None:
             continue
-        if earlier and red.early is not None and all(key in d.parts for d in earlier):
+        if earlier and red.has_early and all(key in d.parts for d in earlier):
             out.append(("early", key, early_job(red, fn, key, earlier)))
         elif alone and not parts and red.value_alone is not None:
             out.append(("value", key, _step(red.value_alone, fn)))

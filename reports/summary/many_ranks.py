@@ -165,10 +165,19 @@ class RunReducer:
     CPU while this process computes the other sections: :mod:`reports.summary.forked`,
     :func:`early_job`) instead of leaving it to the end; the value equals ``combine`` over the
     same digests (tested)."""
+    combine_early: bool = False
+    """Without :attr:`early`: the run's last rank's job extracts its part and then combines
+    every rank's (``combine`` over the same digests, so the same value), instead of leaving
+    the combine to the end (:func:`early_job`)."""
+
+    @property
+    def has_early(self) -> bool:
+        """Whether the run's last rank's job can hold the combine (:func:`early_job`)."""
+        return self.early is not None or self.combine_early
 
 
 RUN_REDUCERS: dict[str, RunReducer] = {
-    "comm_skew": RunReducer(_skew_extract, _skew_combine),
+    "comm_skew": RunReducer(_skew_extract, _skew_combine, combine_early=True),
     "run": RunReducer(_per_rank_extract, _per_rank_combine),
     "critical_path": RunReducer(
         critical_path_section.part_extract,
@@ -185,15 +194,19 @@ by the engine: correct, but neither small nor parallel)."""
 def early_job(
     red: RunReducer, fn: RunSectionFn, key: str, earlier: Sequence[RankDigest]
 ) -> Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]:
-    """The job of *red*'s :attr:`RunReducer.early` for the rank analysed after the *earlier*
-    digests: ``(part, (ranks, value))``, the ranks in summary order (by rank, stable: the
-    engine's order, :func:`reports.summary.engine.analyze_paths`)."""
-    assert red.early is not None
+    """The job of *red*'s :attr:`RunReducer.early` (or, with
+    :attr:`RunReducer.combine_early`, its extract then its combine) for the rank analysed
+    after the *earlier* digests: ``(part, (ranks, value))``, the ranks in summary order (by
+    rank, stable: the engine's order, :func:`reports.summary.engine.analyze_paths`)."""
+    assert red.has_early
     early = red.early
 
     def job(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
         me = RankDigest(trace.rank, trace.meta)
         order = sorted([*earlier, me], key=lambda d: d.rank)
+        if early is None:
+            part = me.parts[key] = red.extract(fn, trace, options, inputs)
+            return part, (ranks_of(order), red.combine(fn, order, key, options, inputs))
         parts = [None if d is me else d.parts[key] for d in order]
         part, value = early(fn, trace, options, inputs, parts)
         return part, (ranks_of(order), value)

@@ -135,7 +135,7 @@ def test_no_helper_without_the_memory_it_may_need(monkeypatch) -> None:
 
 @pytest.mark.parametrize("procs", ["1", "2"])
 @pytest.mark.parametrize("last", [0, 1], ids=["rank 0 last", "rank 1 last"])
-def test_the_last_rank_carries_the_critical_path_combined_with_the_earlier_ranks(
+def test_the_last_rank_carries_the_run_sections_combined_with_the_earlier_ranks(
     procs: str, last: int, monkeypatch
 ) -> None:
     from reports.summary.many_ranks import ranks_of, run_sections
@@ -152,6 +152,8 @@ def test_the_last_rank_carries_the_critical_path_combined_with_the_earlier_ranks
     ranks, value = digest.early["critical_path"]
     assert ranks == ranks_of(in_order) == ((0, None), (1, None))
     assert value == combined["critical_path"] and value["ranks"] == [0, 1]
+    ranks, value = digest.early["comm_skew"]  # extracted, then combined in the rank's job
+    assert ranks == ranks_of(in_order) and value == combined["comm_skew"] is not None
     mine = sorted([first, digest], key=lambda d: d.rank)
     assert run_sections(mine, OPTS, INPUTS, lambda: traces) == combined
 
