@@ -220,3 +220,13 @@ def test_a_file_read_by_two_processes_is_begun_once(monkeypatch: pytest.MonkeyPa
     assert kineto_parallel.started_early(path) and not early._reads
     _same(read_kineto(path), serial)
     assert not kineto_parallel.started_early(path)  # joined by the read
+
+
+def test_a_file_beyond_the_childs_range_is_read_in_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From MAX_TEXT_BYTES_PROCESS on, the read outlasts the imports: a thread reads it."""
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    _read_in("process", monkeypatch)
+    monkeypatch.setattr(early, "MAX_TEXT_BYTES_PROCESS", 1)
+    assert early.start(path) and early._reads and not early._scans
