@@ -90,11 +90,11 @@ class ScanProcess:
 
     def _hand_back(self, upto: int) -> None:
         """Return the mapping's whole pages before *upto* to the system."""
-        page = mmap.PAGESIZE
+        page, remove = mmap.PAGESIZE, getattr(mmap, "MADV_REMOVE", None)  # Linux
         end = upto // page * page
-        if end > self._freed:
+        if end > self._freed and remove is not None:
             with contextlib.suppress(OSError, ValueError):
-                self._buf.madvise(mmap.MADV_REMOVE, self._freed, end - self._freed)
+                self._buf.madvise(remove, self._freed, end - self._freed)
             self._freed = end
 
     def close(self) -> None:
