@@ -69,6 +69,7 @@ from analyzers.roofline_points import (
     merge_ceilings,
     rank_points,
     table_ceilings,
+    time_share,
 )
 from collectors.peak_table import GpuPeaks
 
@@ -269,7 +270,7 @@ def op_roofline(
                 tensor_precision=prec if flop_key == "tensor" else None,
                 exact=bool(getattr(row, "exact", False)),
                 model_note=str(getattr(row, "note", "") or ""),
-                time_share=(t / total) if (t and total) else None,  # as rank_points sets it
+                time_share=time_share(t, total),  # as rank_points sets it
             )
         )
     ranked = rank_points(points, total)

@@ -275,6 +275,11 @@ def _clean(x: object) -> object:
     return x
 
 
+def time_share(time_ns: float | None, total_ns: float) -> float | None:
+    """A point's share of the GPU time: its time ÷ *total_ns* (None without either)."""
+    return (time_ns / total_ns) if (time_ns and total_ns) else None
+
+
 def rank_points(
     points: Sequence[RooflinePoint], total_ns: float | None = None
 ) -> list[RooflinePoint]:
@@ -282,7 +287,7 @@ def rank_points(
     headroom first, then longest time, then key (points without headroom, model errors
     included, last)."""
     total = total_ns if total_ns is not None else sum(p.time_ns for p in points if p.time_ns)
-    shares = [(p.time_ns / total) if (p.time_ns and total) else None for p in points]
+    shares = [time_share(p.time_ns, total) for p in points]
     shared = [
         p if p.time_share == share else replace(p, time_share=share)
         for p, share in zip(points, shares, strict=True)

@@ -92,34 +92,15 @@ def wait_edges(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[Edges, E
     swe = rows[ev.names_of(rows) == "Stream Wait Event"]
     esy = rows[ev.names_of(rows) == "Event Sync"]
     targets = next_launched_rows(ev, ev.link[swe], ev.stream[swe])
-    us: list[int] = []
-    vs: list[int] = []
-    for r, target in zip(swe.tolist(), targets.tolist(), strict=True):
-        if target < 0 or start[target] < 0:
-            continue
-        launch = records.get(int(ev.gpu_wait_on_corr[r - ev.n_host]), -1)
-        if launch < 0:
-            unresolved.add(int(start[target]))
-            continue
-        k = int(ev.link[launch])
-        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.ts[target]:
-            us.append(int(end[k]))
-            vs.append(int(start[target]))
-    waits = (us, vs)
-    us, vs = [], []
-    for r in esy.tolist():
-        call = int(ev.link[r])
-        if end[call] < 0 or ev.names_of(call) != "cudaEventSynchronize":
-            continue
-        launch = records.get(int(ev.gpu_wait_on_corr[r - ev.n_host]), -1)
-        if launch < 0:
-            unresolved.add(int(end[call]))
-            continue
-        k = int(ev.link[launch])
-        if k >= 0 and end[k] >= 0 and ev.end[k] <= ev.end[call]:
-            us.append(int(end[k]))
-            vs.append(int(end[call]))
-    syncs = (us, vs)
+    ok = (targets >= 0) & (start[np.maximum(targets, 0)] >= 0)
+    swe, targets = swe[ok], targets[ok]
+    waits = _awaited(ev, records, end, swe, start[targets], ev.ts[targets], unresolved)
+    calls = ev.link[esy]
+    ok = end[calls] >= 0
+    esy, calls = esy[ok], calls[ok]
+    ok = ev.names_of(calls) == "cudaEventSynchronize"
+    esy, calls = esy[ok], calls[ok]
+    syncs = _awaited(ev, records, end, esy, end[calls], ev.end[calls], unresolved)
     # wait calls without a sync row at all (older Kineto records none)
     bare = np.flatnonzero(ev.is_host & ev.name_in(WAIT_CALLS) & (ev.link < 0))
     swe_calls = bare[ev.names_of(bare) == "cudaStreamWaitEvent"]
@@ -128,3 +109,29 @@ def wait_edges(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[Edges, E
     es_calls = bare[ev.names_of(bare) == "cudaEventSynchronize"]
     unresolved.update(int(end[c]) for c in es_calls.tolist() if end[c] >= 0)
     return waits, syncs, unresolved
+
+
+def _awaited(
+    ev: Events,
+    records: dict[int, int],
+    end: np.ndarray,
+    rows: np.ndarray,
+    node: np.ndarray,
+    at: np.ndarray,
+    unresolved: set[int],
+) -> Edges:
+    """Per sync row of *rows* (waiter node *node*, at time *at*): an edge from the end node of
+    the GPU row its awaited ``cudaEventRecord`` launched, when that row ended by *at*; the
+    waiter's node goes to *unresolved* when the trace lacks the record."""
+    us: list[int] = []
+    vs: list[int] = []
+    for r, v, t in zip(rows.tolist(), node.tolist(), at.tolist(), strict=True):
+        launch = records.get(int(ev.gpu_wait_on_corr[r - ev.n_host]), -1)
+        if launch < 0:
+            unresolved.add(v)
+            continue
+        k = int(ev.link[launch])
+        if k >= 0 and end[k] >= 0 and ev.end[k] <= t:
+            us.append(int(end[k]))
+            vs.append(v)
+    return us, vs
