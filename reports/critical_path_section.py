@@ -204,6 +204,21 @@ def part_early(
     return part_table(graph), value
 
 
+def section_early(
+    fn: Any,
+    trace: Trace,
+    options: AnalysisOptions,
+    inputs: AnalysisInputs,
+    parts: Sequence[pd.DataFrame | None],
+) -> dict[str, Any] | None:
+    """The section of :func:`part_early` without the rank's part table (nothing will cache
+    it)."""
+    from analyzers.critical_path.rank_graph import rank_graph
+
+    graph = rank_graph(trace)
+    return fn([graph if p is None else p for p in parts], options, inputs)
+
+
 def _graph_and_section(
     trace: Trace, collectives: bool = True
 ) -> tuple[RankGraph, dict[str, Any] | None]:

@@ -64,14 +64,16 @@ def jobs(
     :attr:`~reports.summary.many_ranks.RunReducer.value_alone`, or ``early`` (the rank is
     the run's last, analysed after the *earlier* digests, and the reducer has
     :attr:`~reports.summary.many_ranks.RunReducer.early`) for the extract and the section
-    combined with theirs (:func:`~reports.summary.many_ranks.early_job`)."""
+    combined with theirs (:func:`~reports.summary.many_ranks.early_job`; without the extract
+    when the *parts* are not kept and the reducer has
+    :attr:`~reports.summary.many_ranks.RunReducer.value_early`)."""
     out: list[tuple[str, str, Job]] = [("entry", k, fn) for k, fn in RANK_SECTIONS]
     for key, fn in RUN_SECTIONS:
         red = RUN_REDUCERS.get(key)
         if red is None:
             continue
         if earlier and red.has_early and all(key in d.parts for d in earlier):
-            out.append(("early", key, early_job(red, fn, key, earlier)))
+            out.append(("early", key, early_job(red, fn, key, earlier, parts)))
         elif alone and not parts and red.value_alone is not None:
             out.append(("value", key, _step(red.value_alone, fn)))
         elif alone and red.alone is not None:
@@ -133,7 +135,9 @@ def entry_and_digest(
         elif where == "value":
             digest.alone[key] = value
         elif where == "early":
-            digest.parts[key], digest.early[key] = value
+            part, digest.early[key] = value
+            if part is not None:  # None: not kept (:attr:`RunReducer.value_early`)
+                digest.parts[key] = part
         elif value is not None or key in ALWAYS_WRITTEN:
             entry[key] = value
     return entry, digest

@@ -165,6 +165,12 @@ class RunReducer:
     CPU while this process computes the other sections: :mod:`reports.summary.forked`,
     :func:`early_job`) instead of leaving it to the end; the value equals ``combine`` over the
     same digests (tested)."""
+    value_early: (
+        Callable[[RunSectionFn, Trace, AnalysisOptions, AnalysisInputs, Sequence[Any]], Any] | None
+    ) = None
+    """``value_early(fn, trace, options, inputs, parts)`` → the value of :attr:`early` without
+    the part, for a last rank whose part nothing will cache (no results cache): building and
+    returning the part would cost more than the rest of the job's hand-back (tested equal)."""
     combine_early: bool = False
     """Without :attr:`early`: the run's last rank's job extracts its part and then combines
     every rank's (``combine`` over the same digests, so the same value), instead of leaving
@@ -185,6 +191,7 @@ RUN_REDUCERS: dict[str, RunReducer] = {
         critical_path_section.part_alone,
         critical_path_section.section_alone,
         critical_path_section.part_early,
+        critical_path_section.section_early,
     ),
 }
 """Per ``RUN_SECTIONS`` key.  A section missing here is computed from whole Traces (re-read
@@ -192,14 +199,19 @@ by the engine: correct, but neither small nor parallel)."""
 
 
 def early_job(
-    red: RunReducer, fn: RunSectionFn, key: str, earlier: Sequence[RankDigest]
+    red: RunReducer,
+    fn: RunSectionFn,
+    key: str,
+    earlier: Sequence[RankDigest],
+    keep: bool = True,
 ) -> Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]:
     """The job of *red*'s :attr:`RunReducer.early` (or, with
     :attr:`RunReducer.combine_early`, its extract then its combine) for the rank analysed
     after the *earlier* digests: ``(part, (ranks, value))``, the ranks in summary order (by
-    rank, stable: the engine's order, :func:`reports.summary.engine.analyze_paths`)."""
+    rank, stable: the engine's order, :func:`reports.summary.engine.analyze_paths`); the part
+    is None when not *keep* and *red* has a :attr:`RunReducer.value_early`."""
     assert red.has_early
-    early = red.early
+    early, value_early = red.early, None if keep else red.value_early
 
     def job(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> Any:
         me = RankDigest(trace.rank, trace.meta)
@@ -208,6 +220,8 @@ def early_job(
             part = me.parts[key] = red.extract(fn, trace, options, inputs)
             return part, (ranks_of(order), red.combine(fn, order, key, options, inputs))
         parts = [None if d is me else d.parts[key] for d in order]
+        if value_early is not None:
+            return None, (ranks_of(order), value_early(fn, trace, options, inputs, parts))
         part, value = early(fn, trace, options, inputs, parts)
         return part, (ranks_of(order), value)
 

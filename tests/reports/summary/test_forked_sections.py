@@ -158,6 +158,24 @@ def test_the_last_rank_carries_the_run_sections_combined_with_the_earlier_ranks(
     assert run_sections(mine, OPTS, INPUTS, lambda: traces) == combined
 
 
+@pytest.mark.parametrize("procs", ["1", "2"])
+def test_a_last_rank_whose_parts_are_not_kept_gives_the_same_early_values_without_its_part(
+    procs: str, monkeypatch
+) -> None:
+    from reports.summary.many_ranks import run_sections
+
+    traces = training_run(late_rank=1, delay=150_000)
+    first = rank_digest(traces[0], OPTS, INPUTS)
+    monkeypatch.setenv(forked.ENV, procs)
+    kept = forked.entry_and_digest(traces[1], OPTS, INPUTS, earlier=[first])
+    bare = forked.entry_and_digest(traces[1], OPTS, INPUTS, parts=False, earlier=[first])
+    assert bare[0] == kept[0] and bare[1].early == kept[1].early
+    assert "critical_path" in kept[1].parts and "critical_path" not in bare[1].parts
+    assert run_sections([first, bare[1]], OPTS, INPUTS, lambda: traces) == run_sections(
+        [first, kept[1]], OPTS, INPUTS, lambda: traces
+    )
+
+
 def test_an_early_value_is_taken_only_for_the_ranks_it_was_computed_for() -> None:
     from reports.summary.many_ranks import ranks_of, run_sections
 
