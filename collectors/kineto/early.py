@@ -5,9 +5,9 @@ The CLI knows the file it will read before it imports pandas and the analyses (a
 (:func:`collectors.kineto.parallel.wanted`) it forks the parallel read's helper
 (:func:`collectors.kineto.parallel.start_early`); otherwise, where the native scanner is enabled
 and a second CPU is usable, a file of :data:`MIN_TEXT_BYTES_PROCESS` to
-:data:`MAX_TEXT_BYTES_PROCESS` of JSON is gunzipped and scanned by a forked child
-(:class:`~collectors.kineto.scan_process.ScanProcess`: a thread would wait for the GIL behind
-the imports), whose chunks become rows here when the reader takes them; another one is read in
+:data:`MAX_TEXT_BYTES_PROCESS` of JSON is read by a forked child
+(:class:`~collectors.kineto.read_process.ReadProcess`: a thread would wait for the GIL behind
+the imports), whose rows this process loads when the reader takes them; another one is read in
 a thread.  :func:`take` joins that read when the
 reader wants the file (:func:`collectors.kineto.reader.read_kineto`): the rows are exactly a
 serial read's, and an error it met is raised there, as a serial read raises it.
@@ -28,11 +28,12 @@ from typing import Any
 
 from collectors.kineto import parallel
 from collectors.kineto.native import enabled as native_enabled
-from collectors.kineto.rows import Cancelled, RowParts, read_rows, read_scanned
-from collectors.kineto.scan_process import ScanProcess, reserve_bytes
+from collectors.kineto.read_process import ReadProcess, reserve_bytes
+from collectors.kineto.rows import Cancelled, RowParts, read_rows
+from collectors.kineto.stream import Fallback
 
 MIN_TEXT_BYTES_PROCESS = 8 << 20
-"""Scan a file in a forked child from this much JSON text on (below it, in a thread: the fork
+"""Read a file in a forked child from this much JSON text on (below it, in a thread: the fork
 and the pickling cost more than the GIL's waits)."""
 MAX_TEXT_BYTES_PROCESS = 256 << 20
 """... and below this much: a larger file's read outlasts the imports by far, so the GIL's
@@ -53,7 +54,7 @@ class _Read:
 
 _reads: dict[tuple[str, bool], _Read] = {}
 """Reads started by :func:`start` in a thread, by (resolved path, include_python)."""
-_scans: dict[tuple[str, bool], ScanProcess] = {}
+_scans: dict[tuple[str, bool], ReadProcess] = {}
 """Reads started by :func:`start` in a forked child, by (resolved path, include_python)."""
 
 
@@ -87,7 +88,7 @@ def start(path: str | Path, include_python: bool = False, *, beside_work: bool =
         atexit.register(cancel)
     if MIN_TEXT_BYTES_PROCESS <= text < MAX_TEXT_BYTES_PROCESS:
         try:
-            _scans[key] = ScanProcess(p, reserve_bytes(text))
+            _scans[key] = ReadProcess(p, include_python, reserve_bytes(text))
             return True
         except OSError:
             pass  # no fork here: a thread
@@ -120,7 +121,10 @@ def take(path: str | Path, include_python: bool) -> RowParts | None:
         return None
     ahead = _scans.pop(key, None)
     if ahead is not None:
-        return read_scanned(ahead, Path(path), include_python)
+        try:
+            return ahead.rows()
+        except Fallback:  # this process reads the file (and reports its errors)
+            return read_rows(Path(path), include_python, lookahead=True)
     read = _reads.pop(key, None)
     if read is None:
         return None

@@ -50,7 +50,6 @@ from collectors.kineto.columns import (
 from collectors.kineto.decode import I_TYPES, CEvent, KinetoFile, MEvent, XEvent
 from collectors.kineto.native import NativeChunk
 from collectors.kineto.native_rows import add_native
-from collectors.kineto.scan_process import ScanProcess
 from collectors.kineto.stream import (
     META_NAMES,
     Chunk,
@@ -614,23 +613,6 @@ def read_rows(
         rows = read_chunks(path, include_python, lookahead=lookahead, stop=stop)
     except Fallback:
         rows = _collect(whole_chunks(path), Rows(path, include_python))
-    return rows.parts()
-
-
-def read_scanned(ahead: ScanProcess, path: Path, include_python: bool) -> RowParts:
-    """Every row of *path*, from the chunks a forked child read *ahead*
-    (:class:`~collectors.kineto.scan_process.ScanProcess`); where the child could not read
-    them, this process reads the file (:func:`read_rows`, which reports errors).
-
-    Raises:
-        InputError: as :func:`read_rows`.
-    """
-    try:
-        rows = _collect(ahead.chunks(), Rows(path, include_python))
-    except (Fallback, InputError):
-        return read_rows(path, include_python, lookahead=True)
-    finally:
-        ahead.close()
     return rows.parts()
 
 

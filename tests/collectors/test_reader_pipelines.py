@@ -29,11 +29,11 @@ KINETO_CALLS_DOWN = {
     "stream": {"source", "decode", "native"},
 }
 """Which stage modules each Kineto stage may call (a module's calls to itself are not listed)."""
-KINETO_STAGE_OF = {"native_rows": "rows", "scan_thread": "stream", "scan_process": "stream"}
+KINETO_STAGE_OF = {"native_rows": "rows", "scan_thread": "stream", "read_process": "early"}
 """Modules that are part of another stage: the rows of natively scanned chunks
-(``native_rows``) are built by the rows stage, and the stream stage's scanning thread
-(``scan_thread``) and scanning process (``scan_process``) run the native scans, each in a
-module of its own."""
+(``native_rows``) are built by the rows stage, the stream stage's scanning thread
+(``scan_thread``) runs the native scans, and the early stage's reading process
+(``read_process``) reads a file ahead of the caller, each in a module of its own."""
 
 NSYS = Path(collectors.nsys.__file__).parent
 NSYS_CALLS_DOWN = {

@@ -7,13 +7,14 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from collectors.errors import InputError
 from collectors.kineto import early, native, read_kineto
 from collectors.kineto import parallel as kineto_parallel
 from collectors.kineto.native import NativeChunk
-from collectors.kineto.rows import Rows, read_rows
+from collectors.kineto.rows import RowParts, Rows, read_rows
 from collectors.kineto.stream import Chunk
 from collectors.kineto.tables import build_trace
 from collectors.model import Trace
@@ -91,7 +92,7 @@ SCANNED = [
 
 
 @pytest.mark.parametrize("parts", SCANNED, ids=[p[1] for p in SCANNED])
-def test_the_chunks_a_child_scans_make_the_serial_reads_rows(
+def test_the_rows_a_child_reads_are_the_serial_reads_rows(
     parts: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Traces with kernels, memory samples, decimal times and collectives; chunks of 256 KiB,
@@ -109,25 +110,56 @@ def test_a_child_that_dies_or_runs_out_of_room_leaves_the_read_to_this_process(
 ) -> None:
     import os
 
-    import collectors.kineto.scan_process as scan_process
+    import collectors.kineto.read_process as read_process
 
     _read_in("process", monkeypatch)
-    monkeypatch.setattr("collectors.kineto.stream.CHUNK_BYTES", 4096)
     path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
     serial = read_kineto(path, parallel=False)
-    real = scan_process.stream_chunks
+    real = read_process.read_rows
 
-    def dies(*a: object, **k: object) -> Iterator[object]:
-        yield next(real(*a, **k))  # type: ignore[arg-type]
+    def dies(*a: object, **k: object) -> object:
         os._exit(9)
 
-    monkeypatch.setattr(scan_process, "stream_chunks", dies)
+    monkeypatch.setattr(read_process, "read_rows", dies)
     assert early.start(path)
     _same(read_kineto(path), serial)
-    monkeypatch.setattr(scan_process, "stream_chunks", real)
-    monkeypatch.setattr(scan_process, "reserve_bytes", lambda n: 8192)  # two chunks at most
+    monkeypatch.setattr(read_process, "read_rows", real)
+    monkeypatch.setattr(read_process, "reserve_bytes", lambda n: 4096)  # the rows do not fit
     assert early.start(path)
     _same(read_kineto(path), serial)
+
+
+def _same_rows(a: RowParts, b: RowParts) -> None:
+    for mine, theirs in zip(a.gpu + a.host, b.gpu + b.host, strict=True):
+        assert mine.keys() == theirs.keys()
+        for k, v in mine.items():
+            np.testing.assert_array_equal(v, theirs[k])
+
+
+def test_the_rows_a_child_read_stay_in_its_mapping_until_the_last_is_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No copy of the rows' arrays: they are views of the shared mapping, which is unmapped
+    with the last of them."""
+    import gc
+    import weakref
+
+    from collectors.kineto.read_process import ReadProcess, reserve_bytes
+
+    path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
+    ahead = ReadProcess(path, False, reserve_bytes(1 << 20))
+    mapping = weakref.ref(ahead._buf)
+    rows = ahead.rows()
+    assert ahead.pid is None  # joined
+    _same_rows(rows, read_rows(path, False))
+    start = rows.gpu[0]["start_ns"]
+    assert isinstance(start.base, memoryview) or start.base is not None
+    del ahead, rows
+    gc.collect()
+    assert mapping() is not None  # an array of the rows holds it
+    del start
+    gc.collect()
+    assert mapping() is None
 
 
 def test_a_child_no_one_takes_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
