@@ -7,15 +7,19 @@ spare CPU (:func:`collectors.kineto.spare_cpu`), a trace of at least :data:`MIN_
 the memory a helper may need (:data:`HELPER_BYTES_PER_MODEL_BYTE`),
 :func:`entry_and_digest` forks one helper; this process takes jobs from the front of the list,
 the helper from the back (a shared pair of counters under one lock), so the two balance
-themselves whatever each job costs.  The helper pickles its results back through a pipe.
+themselves whatever each job costs; the list is in the order of :data:`FRONT`, the other
+jobs, then :data:`BACK`, so that jobs that derive the same tables from the trace
+(:mod:`analyzers.memo`, one memo per process) run in the same process.  The helper pickles
+its results back through a pipe.
 
 The result is exactly the serial one (:func:`~reports.summary.assemble.rank_entry` and
 :func:`~reports.summary.many_ranks.rank_digest`, tested):
 
 * every job is a pure function of the trace (sections do not change it), so where it runs does
   not change its value; the entry and the digest are assembled in registry order;
-* a job that raises in the helper, or a helper that fails (fork refused, killed, a result that
-  does not pickle), is simply run here, so errors are raised exactly as the serial code does.
+* a job that raises (in either process), or a helper that fails (fork refused, killed, a
+  result that does not pickle), is simply run again here, in the serial order, so errors are
+  raised exactly as the serial code does.
 
 For the run's last rank, the critical-path job also combines the section over every rank
 (:attr:`~reports.summary.many_ranks.RunReducer.early`): being the list's last job, the helper
@@ -49,6 +53,15 @@ HELPER_BYTES_PER_MODEL_BYTE = 8
 generated trace: about 870 MiB over a 115 MiB model): with less available, the sections stay in
 this process (which would need that memory one section after the other, not twice at once)."""
 ENV = "GPUSCOPE_SECTION_PROCS"
+FRONT = ("serving", "roofline", "occupancy", "kernel_summary")
+"""Jobs this process takes first, in this order: serving and the roofline share the op-cost
+tables (:mod:`analyzers.op_models`; on the MTIA trace 60 ms of each one's 100 ms when it
+runs alone), computed once when both run in one process."""
+BACK = ("idle", "launch", "comm", "collectives", "comm_skew", "run", "critical_path")
+"""Jobs the helper takes first, from the end: the critical path (the longest job, with the
+run's combine on its last rank), then those that share the collectives table
+(:func:`analyzers.collectives.table.build_collectives`: 17 ms of each of three jobs on a
+47 MB rank)."""
 
 Job = Callable[[Trace, AnalysisOptions, AnalysisInputs], Any]
 
@@ -153,16 +166,21 @@ def _run_split(
 
     try:
         claimed = multiprocessing.get_context("fork").Array("q", [0, len(todo) - 1])
+        order = claim_order(todo)
     except (OSError, ImportError, ValueError):
         return {}
     try:
-        helper = fork_helper(lambda fd: _helper(todo, trace, options, inputs, claimed, fd))
+        helper = fork_helper(lambda fd: _helper(todo, order, trace, options, inputs, claimed, fd))
     except OSError:
         return {}
     out: dict[int, Any] = {}
     try:
-        while (i := _claim(claimed, front=True)) is not None:
-            out[i] = todo[i][2](trace, options, inputs)
+        while (at := _claim(claimed, front=True)) is not None:
+            i = order[at]
+            try:
+                out[i] = todo[i][2](trace, options, inputs)
+            except Exception:  # run again by the caller, in the serial order: its error
+                continue
         data, code, _ = helper.join()
         if code == 0:
             with contextlib.suppress(Exception):
@@ -170,6 +188,16 @@ def _run_split(
     finally:
         helper.stop()  # nothing when joined
     return out
+
+
+def claim_order(todo: Sequence[tuple[str, str, Job]]) -> list[int]:
+    """The jobs' positions in *todo* in the order they are claimed: :data:`FRONT`'s, the
+    others', then :data:`BACK`'s (each as listed, the others in *todo*'s order)."""
+    keys = [key for _, key, _ in todo]
+    front = [keys.index(k) for k in FRONT if k in keys]
+    back = [keys.index(k) for k in BACK if k in keys]
+    middle = [i for i in range(len(todo)) if i not in front and i not in back]
+    return [*front, *middle, *back]
 
 
 def _claim(claimed: Any, front: bool) -> int | None:
@@ -187,6 +215,7 @@ def _claim(claimed: Any, front: bool) -> int | None:
 
 def _helper(
     todo: list[tuple[str, str, Job]],
+    order: list[int],
     trace: Trace,
     options: AnalysisOptions,
     inputs: AnalysisInputs,
@@ -195,7 +224,8 @@ def _helper(
 ) -> int:
     """The forked helper: run the jobs it claims from the back, write the values pickled."""
     out: dict[int, Any] = {}
-    while (i := _claim(claimed, front=False)) is not None:
+    while (at := _claim(claimed, front=False)) is not None:
+        i = order[at]
         try:
             out[i] = todo[i][2](trace, options, inputs)
         except BaseException:

@@ -86,6 +86,41 @@ def test_a_section_failing_everywhere_raises_its_error(monkeypatch) -> None:
         forked.entry_and_digest(trace, OPTS, INPUTS)
 
 
+def test_jobs_that_share_tables_are_claimed_from_the_same_end() -> None:
+    todo = forked.jobs()
+    keys = [key for _, key, _ in todo]
+    order = [keys[i] for i in forked.claim_order(todo)]
+    assert sorted(order) == sorted(keys)  # every job once
+    assert order[: len(forked.FRONT)] == list(forked.FRONT)  # this process's first claims
+    assert order[::-1][: len(forked.BACK)] == list(forked.BACK)[::-1]  # the helper's
+
+
+def test_the_first_error_in_the_serial_order_is_raised_whatever_the_claim_order(
+    monkeypatch,
+) -> None:
+    """serving is claimed first (FRONT); an earlier job in the serial order that fails too
+    must still be the error raised, as the serial code raises it."""
+    trace = load_traces([SAMPLES / "torch_cpu"])[0]
+
+    def failing(message: str):
+        def fn(t, o, i):
+            raise InputError(message, path="x.json")
+
+        return fn
+
+    todo = [
+        ("entry", "window", failing("window first")),
+        ("entry", "middle", lambda t, o, i: 1),
+        ("entry", "serving", failing("serving later")),
+    ]
+    monkeypatch.setattr(forked, "jobs", lambda *args: todo)
+    assert forked.claim_order(todo)[0] == 2
+    for procs in ("1", "2"):
+        monkeypatch.setenv(forked.ENV, procs)
+        with pytest.raises(InputError, match="window first"):
+            forked.entry_and_digest(trace, OPTS, INPUTS)
+
+
 def test_small_traces_and_the_serial_setting_stay_in_this_process(monkeypatch) -> None:
     trace = load_traces([SAMPLES / "torch_cpu"])[0]
     monkeypatch.delenv(forked.ENV, raising=False)
