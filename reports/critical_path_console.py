@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.table_text import Fast
 
 TOP_FIXES = 8
 TOP_CAUSES = 8
@@ -85,10 +86,10 @@ def cause_table(section: Mapping[str, Any]) -> Table:
 def print_fix_first(section: Mapping[str, Any], console: Console) -> None:
     """What ``gpuscope analyze`` prints first: the ranked what-ifs with their assumptions, the
     path by cause, and the section's notes."""
-    console.print(fix_first_table(section))
+    console.print(Fast(fix_first_table(section)))
     for line in assumption_lines(section):
         console.print(Text(line))
-    console.print(cause_table(section))
+    console.print(Fast(cause_table(section)))
     for note in section.get("notes", []):
         console.print(Text(f"critical path: note: {note}"))
 
@@ -131,7 +132,7 @@ def print_critical_path(section: Mapping[str, Any] | None, console: Console) -> 
         return
     print_fix_first(section, console)
     for s in section.get("steps", []):
-        console.print(step_table(s))
+        console.print(Fast(step_table(s)))
     exact = "equals" if section.get("replay_exact") else "DIFFERS FROM"
     console.print(
         f"Replay with no change {exact} the measured step times; "

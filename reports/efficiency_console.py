@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.table_text import Fast
 
 TOP = 5
 
@@ -95,7 +96,7 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
                     _pct(f.get("theoretical_pct")),
                     Text(", ".join(f.get("limiters") or [])),
                 )
-            console.print(t)
+            console.print(Fast(t))
             if flags[0].get("suggestion"):
                 console.print(Text(f"  try (top kernel): {flags[0]['suggestion']}"))
     roof = rank.get("roofline")
@@ -121,7 +122,7 @@ def print_efficiency_sections(rank: Mapping[str, Any], console: Console) -> None
                 "above roof" if error else _pct(p.get("pct_of_attainable")),
                 _share(p.get("time_share")),
             )
-        console.print(t)
+        console.print(Fast(t))
         missing = ((roof or {}).get("ops") or {}).get("gpu_peaks_missing")
         if missing:
             console.print(Text(f"  no roofline ceilings: {missing}"))

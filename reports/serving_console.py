@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt
+from reports.table_text import Fast
 
 _ms = fmt.ms
 
@@ -210,7 +211,7 @@ def print_serving_section(rank: Mapping[str, Any], console: Console | None = Non
     """Print the serving tables and notes of one rank."""
     console = console or Console()
     for tb in serving_tables(rank):
-        console.print(tb)
+        console.print(Fast(tb))
     s = _section(rank) or {}
     for n in s.get("notes", []):
         console.print(Text(f"note: {n}"))

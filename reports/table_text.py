@@ -83,7 +83,7 @@ def _eligible(table: Table, console: Console, options: ConsoleOptions) -> bool:
     )
 
 
-_JUSTIFY = ("left", "right")
+_JUSTIFY = ("left", "right", "center")
 
 
 def plain_lines(table: Table, console: Console, options: ConsoleOptions) -> list[str] | None:
@@ -206,7 +206,12 @@ def _wrapped(
 
 
 def _justify(text: str, width: int, how: str) -> str:
-    pad = " " * (width - cell_len(text))
+    """*text* in a cell of *width* columns with one column of padding each side; centred as
+    rich's ``Lines.justify`` centres (the odd column of excess on the right)."""
+    excess = width - cell_len(text)
+    if how == "center":
+        return f" {' ' * (excess // 2)}{text}{' ' * (excess - excess // 2)} "
+    pad = " " * excess
     return f" {pad}{text} " if how == "right" else f" {text}{pad} "
 
 

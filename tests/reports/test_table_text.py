@@ -22,7 +22,7 @@ PLAIN = "ab zµ–é中.%0123456789"
 @st.composite
 def tables(draw: st.DrawFn, plain: bool = False) -> Table:
     """Random tables; *plain*: mostly ones the plain layout takes (no special characters,
-    no blank ends, left or right justification)."""
+    no blank ends, left, right or centred justification)."""
     words = st.text(alphabet=PLAIN if plain else CHARS, max_size=14)
     if plain:
         words = st.one_of(words.map(str.strip), words.map(str.strip), words)
@@ -32,7 +32,9 @@ def tables(draw: st.DrawFn, plain: bool = False) -> Table:
     for _ in range(n_cols):
         t.add_column(
             draw(words),
-            justify=draw(st.sampled_from(["left", "right"] if plain else ["left", "center"])),
+            justify=draw(
+                st.sampled_from(["left", "right", "center"] if plain else ["left", "center"])
+            ),
             min_width=draw(st.one_of(st.none(), st.integers(0, 25))),
             no_wrap=draw(st.booleans()),
             overflow=draw(st.sampled_from(["fold", "crop", "ellipsis"])),
