@@ -82,9 +82,9 @@ class ReadProcess:
             raise Fallback
         try:
             (n,) = _RECORD.unpack(_read_exactly(helper.read_fd, _RECORD.size))
-            _, code, _ = helper.join()
+            helper.reap_later()  # the record comes after the rows: its exit is not awaited
             self._helper = None
-            if n < 0 or code != 0:
+            if n < 0:
                 raise Fallback
             return _load(self._buf, n)
         finally:

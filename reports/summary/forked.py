@@ -181,10 +181,10 @@ def _run_split(
                 out[i] = todo[i][2](trace, options, inputs)
             except Exception:  # run again by the caller, in the serial order: its error
                 continue
-        data, code, _ = helper.join()
-        if code == 0:
-            with contextlib.suppress(Exception):
-                out.update(pickle.loads(data))
+        data = helper.read()
+        helper.reap_later()  # a whole pickle is the helper's success; its exit is not awaited
+        with contextlib.suppress(Exception):
+            out.update(pickle.loads(data))
     finally:
         helper.stop()  # nothing when joined
     return out
