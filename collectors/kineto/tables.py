@@ -83,6 +83,7 @@ def build_trace(parts: RowParts, rank: int | None) -> Trace:
     notes = list(parts.notes)
     annotations = _annotation_columns(host, gpu_user, notes)
     meta = _meta(parts, rank, notes)
+    release_freed_memory()  # the parts' pages, once: per column they were faulted in again
     return make_trace(
         meta, gpu=gpu, host=host, annotations=annotations, counters=counters, owned=True
     )
@@ -94,7 +95,8 @@ _EMPTY_INTS = np.zeros(0, dtype=np.int64)
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One table's columns from its chunks' (numpy arrays, or lists or object arrays of Python
     values), which it consumes column by column (each column's pieces are freed once it is
-    whole: the table is never held twice).  A column of lists only stays a list; one with an
+    whole, for the next column to reuse; their pages go back to the system once every table
+    is built, :func:`release_freed_memory`).  A column of lists only stays a list; one with an
     object array (the native path's) becomes one object array."""
     out: dict[str, Any] = {}
     for key, first in list(parts[0].items()):
@@ -106,7 +108,6 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             out[key] = _objects(pieces)
         del first, pieces
-        release_freed_memory()
     return out
 
 
