@@ -15,11 +15,14 @@ collapse); the title and any cell that then wraps are still rendered by rich its
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterable
 
 from rich import box
 from rich._ratio import ratio_reduce
-from rich.cells import cell_len
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.segment import Segment
@@ -27,8 +30,11 @@ from rich.style import Style
 from rich.table import Column, Table
 from rich.text import Text
 
-_MARKUP = frozenset("[]:")
-"""Characters of a ``str`` cell that rich may read as markup or an emoji code."""
+_MARKUP = frozenset("[]")
+"""Characters of a ``str`` cell that rich may read as markup."""
+_EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
+"""What rich reads as an emoji code in a ``str`` cell (``rich._emoji_replace``'s pattern):
+a cell with a match goes to rich, whether or not the name is an emoji's."""
 
 
 class Fast:
@@ -56,7 +62,7 @@ def _cell_text(cell: object) -> str | None:
             return None
         text = cell.plain
     elif isinstance(cell, str):
-        if not _MARKUP.isdisjoint(cell):
+        if not _MARKUP.isdisjoint(cell) or (":" in cell and _EMOJI_CODE.search(cell)):
             return None
         text = cell
     else:
@@ -118,8 +124,11 @@ def plain_lines(table: Table, console: Console, options: ConsoleOptions) -> list
         for texts, cells_of, w, column in zip(columns, raw, widths, table.columns, strict=True):
             if cell_len(texts[i]) <= w - 2:
                 cells.append([_justify(texts[i], w - 2, column.justify)])
-            else:  # it wraps: rich's own rendering of that cell
-                cells.append(_wrapped(console, cell_options, cells_of[i], w, column))
+            else:  # it wraps (or is cut), as rich's Text.wrap would do it
+                lines = _wrapped_plain(texts[i], cells_of[i], w, column)
+                if lines is None:
+                    lines = _wrapped(console, cell_options, cells_of[i], w, column)
+                cells.append(lines)
         height = max(len(c) for c in cells)
         for c, w in zip(cells, widths, strict=True):
             blank = [" " * w] * (height - len(c))
@@ -203,6 +212,67 @@ def _wrapped(
     )
     lines = console.render_lines(Padding(cell, (0, 1, 0, 1)), render_options)
     return ["".join(s.text for s in line) for line in lines]
+
+
+def _wrapped_plain(text: str, cell: object, width: int, column: Column) -> list[str] | None:
+    """The lines of a plain one-line cell (its *text*) that does not fit *width* columns less
+    its padding, as rich renders it — :meth:`rich.text.Text.wrap` (its word breaks by rich's
+    own ``divide_line``, the whitespace cut at the ends of lines, the column's justification
+    and the overflow's cut), each line padded to the column's width; None for an overflow of
+    ``ignore`` (rich renders that cell)."""
+    w = width - 2
+    own_overflow = cell.overflow if isinstance(cell, Text) else None
+    own_no_wrap = cell.no_wrap if isinstance(cell, Text) else None
+    overflow = own_overflow or column.overflow or "fold"
+    if overflow == "ignore":
+        return None
+    no_wrap = own_no_wrap if own_no_wrap is not None else bool(column.no_wrap)
+    if no_wrap:
+        lines = [text]
+    else:
+        bounds = [0, *divide_line(text, w, fold=overflow == "fold"), len(text)]
+        lines = [_rstrip_end(text[a:b], w) for a, b in itertools.pairwise(bounds)]
+    out = []
+    for line in lines:
+        if column.justify == "left":
+            line = _truncate(line, w, overflow, pad=True)
+        else:
+            line = _truncate(line.rstrip(), w, overflow)
+            excess = w - cell_len(line)
+            line = " " * (excess // 2 if column.justify == "center" else excess) + line
+            if column.justify == "center":
+                line += " " * (w - cell_len(line))
+        line = _truncate(line, w, overflow)
+        size = cell_len(line)  # the line's segments adjusted to the width (padded or cut)
+        line = line + " " * (w - size) if size < w else set_cell_size(line, w)
+        out.append(f" {line} ")
+    return out
+
+
+_TRAILING_SPACE = re.compile(r"\s+$")
+
+
+def _rstrip_end(text: str, size: int) -> str:
+    """``Text.rstrip_end``: whitespace beyond *size* characters cut from the end."""
+    if len(text) > size:
+        m = _TRAILING_SPACE.search(text)
+        if m is not None:
+            return text[: len(text) - min(len(m.group(0)), len(text) - size)]
+    return text
+
+
+def _truncate(text: str, width: int, overflow: str, pad: bool = False) -> str:
+    """``Text.truncate``: cut to *width* cells (an ellipsis last for ``ellipsis``), padded to
+    it with *pad*."""
+    length = cell_len(text)
+    if length > width:
+        if overflow == "ellipsis":
+            text = set_cell_size(text, width - 1) + "…"
+        else:
+            text = set_cell_size(text, width)
+    if pad and length < width:
+        text += " " * (width - length)
+    return text
 
 
 def _justify(text: str, width: int, how: str) -> str:
