@@ -99,10 +99,10 @@ def plain_lines(table: Table, console: Console, options: ConsoleOptions) -> list
     raw = [[column.header, *column.cells] for column in table.columns]
     columns: list[list[str]] = []
     for cells_of in raw:
-        texts = [_cell_text(c) for c in cells_of]
-        if any(t is None for t in texts):
+        found = [_cell_text(c) for c in cells_of]
+        if any(t is None for t in found):
             return None
-        columns.append([t for t in texts if t is not None])
+        columns.append([t for t in found if t is not None])
     widths = _widths(table, columns, options.max_width - (2 + len(columns) - 1))
     if min(widths) < 3:
         return None
