@@ -131,6 +131,7 @@ def run_analyze(
     from rich.console import Console
 
     from analyzers.options import AnalysisOptions
+    from cli import gc_hold
     from cli.captures import split_graph_captures
     from reports.console import print_summary
     from reports.summary import write_summary
@@ -148,6 +149,7 @@ def run_analyze(
         inputs = dataclasses.replace(inputs, graph_captures=captures)
     for line in capture_notes:
         err.print(f"gpuscope: note: {line}", markup=False)
+    gc_hold.release()  # the imports are done (cli.launch held the collector off for them)
     with progress_bar(err) as progress:
         result = analyze_paths(
             paths,

@@ -5,7 +5,8 @@ pandas and the analyses: about 0.4 s before the first byte of a trace could be r
 ``gpuscope analyze PATH...`` this entry point applies the command's memory settings (before
 numpy is imported, :mod:`cli.memory_settings`) and begins reading the trace
 (:mod:`cli.early_read`) first, so that the imports and the read overlap; typer then parses the
-command line as always, and the command takes the read when it reads the file.
+command line as always, and the command takes the read when it reads the file.  Until the
+command's imports are done the garbage collector is held off (:mod:`cli.gc_hold`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from typing import NoReturn
 def main(argv: Sequence[str] | None = None) -> int:
     """:func:`cli.main.main` after beginning ``analyze``'s read; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["analyze"]:
+    if args[:1] != ["analyze"]:
+        from cli.main import main as cli_main
+
+        return cli_main(args)
+    from cli import gc_hold
+
+    gc_hold.hold()  # released by the command once its imports are done
+    try:
         from cli.early_read import analyze_inputs, start_read_early
 
         paths = analyze_inputs(args[1:])
@@ -27,9 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             memory_settings.apply()
             start_read_early(paths)
-    from cli.main import main as cli_main
+        from cli.main import main as cli_main
 
-    return cli_main(args)
+        return cli_main(args)
+    finally:
+        gc_hold.release()  # where the command stopped before its work
 
 
 def run() -> NoReturn:
