@@ -7,9 +7,10 @@ anything), and every later full collection walks them again.  The console script
 (:mod:`cli.launch`) calls :func:`hold` first; the command calls :func:`release` when its
 imports are done and its work begins: what the imports made is frozen (:func:`gc.freeze`: left
 out of later collections until a forked helper's :func:`gc.unfreeze`,
-:func:`collectors.forking.fork_helper`) and collections resume.  Interleaved, fresh processes,
-medians: MTIA 0.665 → 0.621 s, 2 × 47 MB 1.005 → 0.977 s (7 each), 300 MB 2.026 → 1.979 s (5).  Neither changes what the command
-computes; reference counting frees every object as before, only cycles wait for a collection.
+:func:`collectors.forking.fork_helper`) and collections resume.  Interleaved, fresh
+processes, medians: MTIA 0.665 → 0.621 s, 2 × 47 MB 1.005 → 0.977 s (7 each), 300 MB 2.026 →
+1.979 s (5).  Neither changes what the command computes; reference counting frees every object
+as before, only cycles wait for a collection.
 """
 
 from __future__ import annotations

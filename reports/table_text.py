@@ -232,21 +232,13 @@ def _wrapped_plain(text: str, cell: object, width: int, column: Column) -> list[
     else:
         bounds = [0, *divide_line(text, w, fold=overflow == "fold"), len(text)]
         lines = [_rstrip_end(text[a:b], w) for a, b in itertools.pairwise(bounds)]
-    out = []
-    for line in lines:
-        if column.justify == "left":
-            line = _truncate(line, w, overflow, pad=True)
-        else:
-            line = _truncate(line.rstrip(), w, overflow)
-            excess = w - cell_len(line)
-            line = " " * (excess // 2 if column.justify == "center" else excess) + line
-            if column.justify == "center":
-                line += " " * (w - cell_len(line))
-        line = _truncate(line, w, overflow)
-        size = cell_len(line)  # the line's segments adjusted to the width (padded or cut)
-        line = line + " " * (w - size) if size < w else set_cell_size(line, w)
-        out.append(f" {line} ")
-    return out
+    # Lines.justify: each line cut to the width (right and centre: its end's whitespace first),
+    # then padded to it as the column justifies
+    left = column.justify == "left"
+    return [
+        _justify(_truncate(line if left else line.rstrip(), w, overflow), w, column.justify)
+        for line in lines
+    ]
 
 
 _TRAILING_SPACE = re.compile(r"\s+$")
@@ -261,18 +253,13 @@ def _rstrip_end(text: str, size: int) -> str:
     return text
 
 
-def _truncate(text: str, width: int, overflow: str, pad: bool = False) -> str:
-    """``Text.truncate``: cut to *width* cells (an ellipsis last for ``ellipsis``), padded to
-    it with *pad*."""
-    length = cell_len(text)
-    if length > width:
-        if overflow == "ellipsis":
-            text = set_cell_size(text, width - 1) + "…"
-        else:
-            text = set_cell_size(text, width)
-    if pad and length < width:
-        text += " " * (width - length)
-    return text
+def _truncate(text: str, width: int, overflow: str) -> str:
+    """``Text.truncate``: cut to *width* cells (an ellipsis last for ``ellipsis``)."""
+    if cell_len(text) <= width:
+        return text
+    if overflow == "ellipsis":
+        return set_cell_size(text, width - 1) + "…"
+    return set_cell_size(text, width)
 
 
 def _justify(text: str, width: int, how: str) -> str:

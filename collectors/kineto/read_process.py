@@ -93,8 +93,8 @@ class ReadProcess:
             self.close()
 
     def close(self) -> None:
-        """Stop the child (nothing once joined) and unmap the rows (once no array of them is
-        left: until then the mapping stays, and is unmapped with the last)."""
+        """Stop the child (nothing once its rows are read) and unmap the rows (once no array
+        of them is left: until then the mapping stays, and is unmapped with the last)."""
         if self._helper is not None:
             self._helper.stop()
             self._helper = None

@@ -186,7 +186,7 @@ def _run_split(
         with contextlib.suppress(Exception):
             out.update(pickle.loads(data))
     finally:
-        helper.stop()  # nothing when joined
+        helper.stop()  # nothing once read and reaped
     return out
 
 

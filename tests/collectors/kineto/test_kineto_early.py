@@ -59,12 +59,12 @@ def test_a_read_begun_early_is_taken_by_the_reader(
     assert early.start(path)
     assert not early.start(path)  # one read per file
     key = early._key(path, False)
-    assert (key in early._scans) == (where == "process") and (key in early._reads) != (
+    assert (key in early._children) == (where == "process") and (key in early._reads) != (
         where == "process"
     )
     taken = early._reads.get(key)
     _same(read_kineto(path), serial)
-    assert not early._reads and not early._scans
+    assert not early._reads and not early._children
     assert taken is None or not taken.thread.is_alive()
 
 
@@ -169,11 +169,11 @@ def test_a_child_no_one_takes_is_stopped(monkeypatch: pytest.MonkeyPatch) -> Non
     _read_in("process", monkeypatch)
     path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
     assert early.start(path)
-    child = early._scans[early._key(path, False)]._helper
+    child = early._children[early._key(path, False)]._helper
     assert child is not None
     pid = child.pid
     early.cancel(path)
-    assert not early._scans and early.take(path, False) is None
+    assert not early._children and early.take(path, False) is None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped
 
@@ -185,7 +185,7 @@ def test_beside_other_work_only_a_child_reads(monkeypatch: pytest.MonkeyPatch) -
     _read_in("thread", monkeypatch)
     assert not early.start(path, beside_work=True) and not early._reads
     _read_in("process", monkeypatch)
-    assert early.start(path, beside_work=True) and early._scans
+    assert early.start(path, beside_work=True) and early._children
 
 
 def test_a_read_no_one_takes_stops_at_its_next_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,7 +237,7 @@ def test_a_cache_hit_stops_the_early_read(
     _read_in(where, monkeypatch)
     assert early.start(path)
     traces, outcome = read_kineto_cached(path, cache)
-    assert outcome.status == "hit" and not early._reads and not early._scans
+    assert outcome.status == "hit" and not early._reads and not early._children
     _same(traces[0], build_trace(read_rows(path, False), None))
 
 
@@ -262,4 +262,4 @@ def test_a_file_beyond_the_childs_range_is_read_in_a_thread(
     path = SAMPLES / "synthetic_2rank" / "rank-0.json.gz"
     _read_in("process", monkeypatch)
     monkeypatch.setattr(early, "MAX_TEXT_BYTES_PROCESS", 1)
-    assert early.start(path) and early._reads and not early._scans
+    assert early.start(path) and early._reads and not early._children
