@@ -188,6 +188,13 @@ def run_analyze(
     return summary
 
 
+def analyze_command(*args: Any, **kwargs: Any) -> None:
+    """The command as the command line runs it (typer, or :func:`cli.analyze_args.fast_args`):
+    its memory settings, then :func:`run_analyze` with the arguments."""
+    memory_settings.apply()
+    run_analyze(*args, **kwargs)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``analyze`` to *app*."""
 
@@ -233,8 +240,7 @@ def register(app: typer.Typer) -> None:
         docs/metrics.md; the breakdown and overlap reproduce Holistic Trace Analysis (HTA)
         with exact times.
         """
-        memory_settings.apply()
-        run_analyze(
+        analyze_command(
             paths,
             json_out,
             all_events,

@@ -11,19 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-VALUE_OPTIONS = frozenset(
-    {
-        "--json",
-        "--hta-version",
-        "--ncu",
-        "--html",
-        "--gpu",
-        "--peaks",
-        "--scheduler",
-        "--workers",
-        "--graph-capture",
-    }
-)
+from cli.analyze_args import REPEATED, VALUES
+
+VALUE_OPTIONS = frozenset({*VALUES, *REPEATED})
 """The options of ``analyze`` that take a value (tested against the command's own options)."""
 NO_EARLY_OPTIONS = frozenset({"--scheduler", "--workers", "--help"})
 """With these the command reads no trace here (a cluster or a pool reads them, or help)."""

@@ -4,8 +4,9 @@ The command-line app (:mod:`cli.main`) imports typer and rich, and ``analyze`` t
 pandas and the analyses: about 0.4 s before the first byte of a trace could be read.  For
 ``gpuscope analyze PATH...`` this entry point applies the command's memory settings (before
 numpy is imported, :mod:`cli.memory_settings`) and begins reading the trace
-(:mod:`cli.early_read`) first, so that the imports and the read overlap; typer then parses the
-command line as always, and the command takes the read when it reads the file.  Until the
+(:mod:`cli.early_read`) first, so that the imports and the read overlap; the command line is
+then parsed (:mod:`cli.analyze_args`, or typer for anything it leaves to typer), and the
+command takes the read when it reads the file.  Until the
 command's imports are done the garbage collector is held off (:mod:`cli.gc_hold`).
 """
 
