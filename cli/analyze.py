@@ -1,4 +1,4 @@
-"""``gpuscope analyze``: load traces, print the foundation analyses, write the JSON summary.
+"""``gpuscope analyze``'s options for typer; the work is :mod:`cli.analyze_run`'s.
 
 Heavy modules (pandas via the collectors and analyzers, plotly via the HTML report) are
 imported inside the command so that ``gpuscope --help`` stays fast.
@@ -7,21 +7,13 @@ imported inside the command so that ``gpuscope --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from cli import memory_settings
+from cli import analyze_run
 from cli.captures import GRAPH_CAPTURE_HELP
-from cli.early_read import start_read_early
 from cli.outputs import ForceOpt
-from collectors.errors import UsageError
-from reports.output import check_outputs
-
-if TYPE_CHECKING:
-    from analyzers.inputs import AnalysisInputs
-
-HTA_VERSIONS = ("0.6", "0.5")
 
 PATHS_HELP = (
     "Trace files or directories: Kineto / PyTorch-profiler traces (.json, .json.gz; a directory "
@@ -70,131 +62,6 @@ PEAKS_HELP = (
 )
 
 
-def _check_options(hta_version: str) -> None:
-    if hta_version not in HTA_VERSIONS:
-        raise UsageError(
-            f"--hta-version must be one of {', '.join(HTA_VERSIONS)}, not {hta_version!r}"
-        )
-
-
-def load_inputs(ncu: Path | None, gpu: str | None, peaks: Path | None) -> AnalysisInputs:
-    """The side inputs, each file read once here: the ncu CSV, the peak table (the built-in
-    one overridden by *peaks*) and, with an ncu report, the ceilings of the *gpu* named.
-
-    Raises:
-        InputError: the ncu CSV or the peak file is missing or invalid.
-        UsageError: *gpu* names no known GPU.
-    """
-    from analyzers.gpu_peaks import peaks_named
-    from analyzers.inputs import AnalysisInputs
-    from collectors.peaks import load_peaks
-
-    report = None
-    if ncu is not None:
-        from collectors.ncu import read_ncu_csv
-
-        report = read_ncu_csv(ncu)
-    table = load_peaks(peaks)
-    ncu_peaks = peaks_named(table, gpu) if report is not None and gpu else None
-    return AnalysisInputs(ncu=report, ncu_peaks=ncu_peaks, gpu_peaks=table)
-
-
-def run_analyze(
-    paths: list[str],
-    json_out: Path | None = None,
-    all_events: bool = False,
-    hta_version: str = "0.6",
-    ncu: Path | None = None,
-    html: Path | None = None,
-    gpu: str | None = None,
-    peaks: Path | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    no_cache: bool = False,
-    force: bool = False,
-    include_prelaunched: bool = False,
-    graph_capture: list[Path] | None = None,
-) -> dict[str, Any]:
-    """The command's work, callable from Python; returns the summary dict.
-
-    Raises:
-        InputError: an input is missing, unreadable, corrupt, or two files claim one rank.
-        UsageError: a bad option, an option whose module is not available, or an output
-            that exists without *force* or cannot be written.
-    """
-    _check_options(hta_version)
-    check_outputs([json_out, html], force=force)
-    if scheduler is None and workers is None:
-        start_read_early(paths)  # a no-op when cli.launch began the read
-    import dataclasses
-
-    from rich.console import Console
-
-    from analyzers.options import AnalysisOptions
-    from cli import gc_hold
-    from cli.captures import split_graph_captures
-    from reports.console import print_summary
-    from reports.summary import write_summary
-    from reports.summary.engine import analyze_paths, progress_bar
-
-    inputs = load_inputs(ncu, gpu, peaks)
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, not {workers}")
-    options = AnalysisOptions(
-        all_events=all_events, hta_version=hta_version, include_prelaunched=include_prelaunched
-    )
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    paths, captures, capture_notes = split_graph_captures(paths, graph_capture or ())
-    if captures:
-        inputs = dataclasses.replace(inputs, graph_captures=captures)
-    for line in capture_notes:
-        err.print(f"gpuscope: note: {line}", markup=False)
-    gc_hold.release()  # the imports are done (cli.launch held the collector off for them)
-    with progress_bar(err) as progress:
-        result = analyze_paths(
-            paths,
-            options,
-            inputs,
-            scheduler=scheduler,
-            workers=workers,
-            use_cache=not no_cache,
-            progress=progress,
-        )
-    from collectors.kineto import early
-
-    early.cancel()  # a read the parse cache made useless
-    for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
-        err.print(f"gpuscope: note: {line}", markup=False)
-    # two files claiming one rank make the input set wrong, not one file: no output at all
-    conflicts = [e for e in result.errors if e.message.startswith("claims rank ")]
-    if conflicts:
-        raise conflicts[0].to_exception()
-    summary = result.summary
-    written: list[Path] = []
-    if json_out is not None:
-        written.append(write_summary(summary, json_out, force=force))
-    if html is not None:
-        from reports.html import write_report
-
-        written.append(write_report(summary, html, force=force))
-    out = Console(highlight=False)
-    print_summary(summary, out)
-    for p in written:
-        out.print(f"Wrote {p}", markup=False)
-    if result.errors:  # the readable inputs were analysed and written; say what was not
-        for bad in result.errors:
-            err.print(f"gpuscope: error: {bad.line()}", markup=False)
-        raise typer.Exit(result.exit_code)
-    return summary
-
-
-def analyze_command(*args: Any, **kwargs: Any) -> None:
-    """The command as the command line runs it (typer, or :func:`cli.analyze_args.fast_args`):
-    its memory settings, then :func:`run_analyze` with the arguments."""
-    memory_settings.apply()
-    run_analyze(*args, **kwargs)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``analyze`` to *app*."""
 
@@ -240,7 +107,7 @@ def register(app: typer.Typer) -> None:
         docs/metrics.md; the breakdown and overlap reproduce Holistic Trace Analysis (HTA)
         with exact times.
         """
-        analyze_command(
+        analyze_run.analyze_command(
             paths,
             json_out,
             all_events,

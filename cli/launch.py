@@ -36,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             memory_settings.apply()
             start_read_early(paths)
+        from cli.analyze_run import run_without_typer
+
+        code = run_without_typer(args[1:])
+        if code is not None:
+            return code
         from cli.main import main as cli_main
 
         return cli_main(args)
@@ -44,8 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> NoReturn:
-    """The console script: :func:`main`, then :func:`cli.main.exit_now` with its code."""
+    """The console script: :func:`main`, then :func:`cli.exit_codes.exit_now` with its code."""
     code = main()
-    from cli.main import exit_now
+    from cli.exit_codes import exit_now
 
     exit_now(code)

@@ -1,20 +1,20 @@
 """The ``gpuscope`` command: a Typer app whose subcommands live one per module.
 
-Only this module turns :class:`collectors.errors.GpuscopeError` into exit codes and one-line
-messages; subcommand modules raise, they never ``sys.exit`` (except ``run``, which returns the
-wrapped program's exit status, and ``gate``, whose verdict is its exit code).  An ``analyze``
+Only :func:`main` turns :class:`collectors.errors.GpuscopeError` into exit codes and one-line
+messages (:func:`cli.exit_codes.run_command`, with typer's and click's own errors mapped here);
+subcommand modules raise, they never ``sys.exit`` (except ``run``, which returns the wrapped
+program's exit status, and ``gate``, whose verdict is its exit code).  An ``analyze``
 command line that :func:`cli.analyze_args.fast_args` reads exactly as typer would is run
-without building typer's command (0.045 s of pydantic validators).
+without typer (:func:`cli.analyze_run.run_without_typer`: building typer's command costs
+0.045 s of pydantic validators, importing typer 0.024 s).
 """
 
 from __future__ import annotations
 
-import errno
 import importlib
-import os
 import sys
 from collections.abc import Iterator, MutableMapping, Sequence
-from typing import Any, NoReturn, TextIO, cast
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -23,11 +23,10 @@ from rich.console import Console
 from typer._click.core import Command
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer._click.exceptions import UsageError as ClickUsageError
-from typer._click.utils import PacifyFlushWrapper
 from typer.core import TyperGroup
 
-from cli.analyze_args import fast_args
-from collectors.errors import GpuscopeError
+from cli.analyze_run import run_without_typer
+from cli.exit_codes import exit_now, run_command
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("analyze", "cli.analyze"),
@@ -156,10 +155,6 @@ def build_app(lazy: bool = True) -> typer.Typer:
     return app
 
 
-def _error_line(err: GpuscopeError) -> str:
-    return f"gpuscope: error: {err}"
-
-
 def _click_error_line(ex: ClickException) -> str:
     """One line for a Click error: the problem, and for a usage error where help is."""
     line = f"gpuscope: error: {' '.join(ex.format_message().split())}"
@@ -172,17 +167,19 @@ def _click_error_line(ex: ClickException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if args[:1] == ["analyze"]:
+        code = run_without_typer(args[1:])
+        if code is not None:
+            return code
+    return run_command(lambda err_console: _run_typer(args, err_console))
+
+
+def _run_typer(args: list[str], err_console: Console) -> Any:
+    """The command line run by typer's command; typer's and click's own outcomes as exit
+    codes (a usage error: one line and where help is)."""
     try:
-        fast = fast_args(args[1:]) if args[:1] == ["analyze"] else None
-        if fast is not None:
-            result = _run_as_typer_would(fast)
-        else:
-            command = typer.main.get_command(build_app())
-            result = command.main(args=args, prog_name="gpuscope", standalone_mode=False)
-    except GpuscopeError as err:
-        err_console.print(_error_line(err), markup=False)
-        return err.exit_code
+        command = typer.main.get_command(build_app())
+        return command.main(args=args, prog_name="gpuscope", standalone_mode=False)
     except typer.Exit as ex:
         return int(getattr(ex, "exit_code", 0) or 0)
     except NoArgsIsHelpError as ex:  # a bare command: its help is the answer
@@ -194,66 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         err_console.print("gpuscope: aborted", markup=False)
         return 130
-    except KeyboardInterrupt:
-        err_console.print("gpuscope: interrupted", markup=False)
-        return 130
-    except Exception as ex:  # a bug: one line for the user, the traceback on request
-        if os.environ.get("GPUSCOPE_DEBUG"):
-            raise
-        err_console.print(
-            f"gpuscope: internal error: {type(ex).__name__}: {ex} "
-            "(set GPUSCOPE_DEBUG=1 for the traceback, and please report it)",
-            markup=False,
-        )
-        return 70
-    if isinstance(result, int):
-        return result
-    return 0
-
-
-def _run_as_typer_would(kwargs: dict[str, Any]) -> Any:
-    """``analyze`` with the arguments :func:`cli.analyze_args.fast_args` read, what typer's
-    ``command.main(standalone_mode=False)`` does around a command: an interrupt is exit code
-    130, a closed output pipe exit code 1 with the standard streams quietened, an
-    :class:`typer.Exit` its code; everything else is raised to :func:`main`."""
-    from cli.analyze import analyze_command
-
-    try:
-        return analyze_command(**kwargs)
-    except KeyboardInterrupt:
-        return 130
-    except typer.Exit as ex:
-        return int(getattr(ex, "exit_code", 0) or 0)
-    except OSError as ex:
-        if ex.errno != errno.EPIPE:
-            raise
-        sys.stdout = cast(TextIO, PacifyFlushWrapper(sys.stdout))
-        sys.stderr = cast(TextIO, PacifyFlushWrapper(sys.stderr))
-        sys.exit(1)
 
 
 def run() -> NoReturn:
     """The console script: :func:`main`, then :func:`exit_now` with its code."""
     exit_now(main())
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process with *code* once the command is done, without tearing the interpreter
-    down object by object (after an analysis that frees millions of objects: 0.2 s of an 87 MB
-    trace's 1.6 s).  The exit handlers run and the standard streams are flushed first, as at a
-    normal exit; with another non-daemon thread still running, it is a normal exit."""
-    import atexit
-    import threading
-
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()[1:]):
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: what a normal exit reports as 120
-            code = code or 120
-    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,6 +5,8 @@ is exactly what typer passes to the command, on generated command lines; what it
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,13 @@ import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cli.analyze
+import cli.analyze_run
 import cli.main
 from cli.analyze_args import DEFAULTS, FLAGS, REPEATED, VALUES, fast_args
 from tests.support.env import SAMPLES
 
-SIGNATURE = inspect.signature(cli.analyze.run_analyze)
+ROOT = Path(__file__).resolve().parents[2]
+SIGNATURE = inspect.signature(cli.analyze_run.run_analyze)
 
 
 def _bound(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -34,7 +37,7 @@ def typer_reading(argv: list[str]) -> dict[str, Any] | None:
     """What typer passes to the command for ``analyze ARGV``, or None when it refuses it."""
     got: list[dict[str, Any]] = []
     with mock.patch.object(
-        cli.analyze, "analyze_command", lambda *a, **k: got.append(_bound(*a, **k))
+        cli.analyze_run, "analyze_command", lambda *a, **k: got.append(_bound(*a, **k))
     ):
         try:
             typer_main(["analyze", *argv])
@@ -151,9 +154,9 @@ def test_an_interrupt_and_a_closed_pipe_end_the_command_as_under_typer(
     def closed_pipe(*_a: Any, **_k: Any) -> None:
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cli.analyze, "analyze_command", interrupted)
+    monkeypatch.setattr(cli.analyze_run, "analyze_command", interrupted)
     assert cli.main.main(["analyze", "a.json"]) == 130 == typer_main(["analyze", "a.json"])
-    monkeypatch.setattr(cli.analyze, "analyze_command", closed_pipe)
+    monkeypatch.setattr(cli.analyze_run, "analyze_command", closed_pipe)
     for run in (cli.main.main, typer_main):
         stdout, stderr = sys.stdout, sys.stderr
         try:
@@ -162,3 +165,28 @@ def test_an_interrupt_and_a_closed_pipe_end_the_command_as_under_typer(
             assert ex.value.code == 1
         finally:
             sys.stdout, sys.stderr = stdout, stderr
+
+
+def test_the_console_script_analyses_without_importing_typer(tmp_path: Path) -> None:
+    trace = SAMPLES / "torch_cpu" / "rank-0.json.gz"
+    code = (
+        "import sys; from cli.launch import main; code = main(sys.argv[1:]); "
+        "print(sorted(m for m in ('typer', 'pydantic') if m in sys.modules)); sys.exit(code)"
+    )
+
+    def imported(*args: str) -> tuple[int, str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "analyze", str(trace), "--no-cache", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,  # the relative output is written there
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        return proc.returncode, proc.stdout.strip().splitlines()[-1]
+
+    assert imported("--json", str(tmp_path / "a.json")) == (0, "[]")
+    assert imported("--json", str(tmp_path / "-abs.json")) == (0, "[]")  # "/" in front
+    # left to typer (a value that begins with "-"): typer reads it, its validators import pydantic
+    assert imported("--json", "-odd.json") == (0, "['pydantic', 'typer']")
+    assert (tmp_path / "-odd.json").is_file()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cli import analyze, early_read, launch
+from cli import analyze_run, early_read, launch
 from collectors.kineto import early
 from collectors.kineto import parallel as kineto_parallel
 from tests.support.env import SAMPLES
@@ -39,13 +39,13 @@ def beside(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 def test_one_file_is_started_early_and_the_summary_is_unchanged(started: list[Path]) -> None:
     trace = SAMPLES / "torch_cpu" / "rank-0.json.gz"
-    summary = analyze.run_analyze([str(trace)], no_cache=True)
+    summary = analyze_run.run_analyze([str(trace)], no_cache=True)
     assert started == [trace]
     assert summary["ranks"][0]["rank"] == 0
 
 
 def test_a_directory_of_one_trace_is_started_early(started: list[Path]) -> None:
-    analyze.run_analyze([str(SAMPLES / "torch_cpu")], no_cache=True)
+    analyze_run.run_analyze([str(SAMPLES / "torch_cpu")], no_cache=True)
     assert [p.name for p in started] == ["rank-0.json.gz"]
 
 
@@ -56,7 +56,7 @@ def test_several_files_or_an_explicit_pool_start_nothing(
     started: list[Path], extra: dict[str, Any]
 ) -> None:
     paths = [str(SAMPLES / "synthetic_2rank")] if not extra else [str(SAMPLES / "torch_cpu")]
-    analyze.run_analyze(paths, no_cache=True, **extra)
+    analyze_run.run_analyze(paths, no_cache=True, **extra)
     assert started == []
 
 
@@ -64,7 +64,7 @@ def test_two_large_files_start_the_first_one_early(
     started: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)  # as for two 47 MB ranks
-    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")], no_cache=True)
+    analyze_run.run_analyze([str(SAMPLES / "synthetic_2rank")], no_cache=True)
     assert [p.name for p in started] == ["rank-0.json.gz"]
 
 
@@ -83,7 +83,7 @@ def test_three_files_start_nothing_even_when_large(
 def test_an_untaken_read_is_stopped_after_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
     stopped: list[int] = []
     monkeypatch.setattr(early, "cancel", lambda path=None: stopped.append(1))
-    analyze.run_analyze([str(SAMPLES / "torch_cpu")], no_cache=True)
+    analyze_run.run_analyze([str(SAMPLES / "torch_cpu")], no_cache=True)
     assert stopped == [1]
 
 
@@ -122,13 +122,17 @@ def test_the_console_script_begins_the_read_then_runs_the_command(
 
     trace = SAMPLES / "torch_cpu" / "rank-0.json.gz"
     ran: list[list[str]] = []
+    analysed: list[dict[str, Any]] = []
     monkeypatch.setattr(cli.main, "main", lambda args: ran.append(list(args)) or 0)
+    monkeypatch.setattr(analyze_run, "analyze_command", lambda **k: analysed.append(k))
     monkeypatch.setenv("GPUSCOPE_MEMORY_SETTINGS", "0")
     args = ["analyze", str(trace), "--json", "x.json"]
-    assert launch.main(args) == 0
-    assert started == [trace] and ran == [args]
+    assert launch.main(args) == 0  # run without typer (cli.analyze_args)
+    assert started == [trace] and ran == [] and analysed[0]["paths"] == [str(trace)]
+    assert launch.main([*args, "--html", "-r.html"]) == 0  # left to typer (cli.main)
+    assert started == [trace, trace] and ran == [[*args, "--html", "-r.html"]]
     assert launch.main(["report", str(trace)]) == 0
-    assert started == [trace] and len(ran) == 2  # another command: nothing begun
+    assert started == [trace, trace] and len(ran) == 2  # another command: nothing begun
 
 
 def test_each_next_file_is_begun_beside_the_analysis_of_the_one_before(
@@ -140,7 +144,7 @@ def test_each_next_file_is_begun_beside_the_analysis_of_the_one_before(
     monkeypatch.setattr(kineto_parallel, "MIN_TEXT_BYTES", 0)
     monkeypatch.setattr("reports.summary.engine.here_on_two_cpus", lambda *a: True)
     monkeypatch.setenv("GPUSCOPE_CACHE_DIR", str(tmp_path))
-    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")])
+    analyze_run.run_analyze([str(SAMPLES / "synthetic_2rank")])
     assert [p.name for p in beside] == ["rank-1.json.gz"]
-    analyze.run_analyze([str(SAMPLES / "synthetic_2rank")])  # every rank's results cached
+    analyze_run.run_analyze([str(SAMPLES / "synthetic_2rank")])  # every rank's results cached
     assert [p.name for p in beside] == ["rank-1.json.gz"]

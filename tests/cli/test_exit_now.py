@@ -1,4 +1,4 @@
-"""The console script ends without interpreter teardown (cli.main.exit_now) but as a normal
+"""The console script ends without interpreter teardown (cli.exit_codes.exit_now) but as a normal
 exit otherwise would: exit handlers run, buffered output is written, the code is kept."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from tests.support.env import REPO
 
 PROGRAM = """
 import atexit, sys, threading
-from cli.main import exit_now
+from cli.exit_codes import exit_now
 atexit.register(lambda: print("handler ran"))
 sys.stdout.write("buffered, no newline")
 if sys.argv[1] == "thread":

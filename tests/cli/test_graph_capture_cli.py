@@ -9,7 +9,7 @@ import shutil
 import msgspec
 import pytest
 
-from cli.analyze import run_analyze
+from cli.analyze_run import run_analyze
 from cli.captures import MAX_SCREENED, split_graph_captures
 from cli.report import run_report
 from collectors.errors import InputError
