@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from cli import memory_settings
 from cli.analyze_args import fast_args
 from cli.early_read import start_read_early
-from cli.exit_codes import run_command
+from cli.exit_codes import ExitCode, run_command
 from collectors.errors import UsageError
 from reports.output import check_outputs
 
@@ -78,6 +78,8 @@ def run_analyze(
         InputError: an input is missing, unreadable, corrupt, or two files claim one rank.
         UsageError: a bad option, an option whose module is not available, or an output
             that exists without *force* or cannot be written.
+        ExitCode: some inputs could not be analysed (each named in one line, after the
+            outputs of the others were written).
     """
     _check_options(hta_version)
     check_outputs([json_out, html], force=force)
@@ -141,9 +143,7 @@ def run_analyze(
     if result.errors:  # the readable inputs were analysed and written; say what was not
         for bad in result.errors:
             err.print(f"gpuscope: error: {bad.line()}", markup=False)
-        import typer  # only here: the command line's exit code, as typer's commands give it
-
-        raise typer.Exit(result.exit_code)
+        raise ExitCode(result.exit_code)
     return summary
 
 
@@ -160,8 +160,7 @@ def run_without_typer(args: Sequence[str]) -> int | None:
 def _as_typer_would(kwargs: dict[str, Any]) -> Any:
     """:func:`analyze_command` with *kwargs*, with what typer's
     ``command.main(standalone_mode=False)`` does around a command: an interrupt is exit code
-    130, a closed output pipe exit code 1 with the standard streams quietened, a
-    ``typer.Exit`` its code (typer is imported only if the command raised one); anything else
+    130, a closed output pipe exit code 1 with the standard streams quietened; anything else
     is raised to :func:`cli.exit_codes.run_command`."""
     try:
         return analyze_command(**kwargs)
@@ -175,11 +174,6 @@ def _as_typer_would(kwargs: dict[str, Any]) -> Any:
         sys.stdout = cast(TextIO, PacifyFlushWrapper(sys.stdout))
         sys.stderr = cast(TextIO, PacifyFlushWrapper(sys.stderr))
         sys.exit(1)
-    except Exception as ex:
-        typer = sys.modules.get("typer")
-        if typer is not None and isinstance(ex, typer.Exit):
-            return int(getattr(ex, "exit_code", 0) or 0)
-        raise
 
 
 def analyze_command(*args: Any, **kwargs: Any) -> None:

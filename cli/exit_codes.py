@@ -19,19 +19,31 @@ from rich.console import Console
 from collectors.errors import GpuscopeError
 
 
+class ExitCode(Exception):
+    """Raised by a command that has said all it had to (its output written, its errors
+    printed) and ends with *code*: :func:`run_command` returns the code, printing nothing."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def error_line(err: GpuscopeError) -> str:
     """The one line printed for *err*."""
     return f"gpuscope: error: {err}"
 
 
 def run_command(call: Callable[[Console], Any]) -> int:
-    """``call(err_console)``'s exit code: its int result (0 for any other result), a
-    :class:`GpuscopeError`'s ``exit_code`` after one line naming what is wrong, 130 after an
+    """``call(err_console)``'s exit code: its int result (0 for any other result), an
+    :class:`ExitCode`'s code, a :class:`GpuscopeError`'s ``exit_code`` after one line naming
+    what is wrong, 130 after an
     interrupt, 70 after one line for any other exception (a bug; the traceback with
     ``GPUSCOPE_DEBUG`` set)."""
     err_console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         result = call(err_console)
+    except ExitCode as ex:
+        return ex.code
     except GpuscopeError as err:
         err_console.print(error_line(err), markup=False)
         return err.exit_code

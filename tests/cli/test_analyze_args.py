@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import cli.analyze_run
 import cli.main
 from cli.analyze_args import DEFAULTS, FLAGS, REPEATED, VALUES, fast_args
+from cli.exit_codes import ExitCode
 from tests.support.env import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,3 +191,15 @@ def test_the_console_script_analyses_without_importing_typer(tmp_path: Path) -> 
     # left to typer (a value that begins with "-"): typer reads it, its validators import pydantic
     assert imported("--json", "-odd.json") == (0, "['pydantic', 'typer']")
     assert (tmp_path / "-odd.json").is_file()
+
+
+def test_a_partly_failed_analysis_ends_with_its_code_and_no_more_lines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def partly_failed(*_a: Any, **_k: Any) -> None:
+        raise ExitCode(2)  # as run_analyze does once it has named the inputs it could not read
+
+    monkeypatch.setattr(cli.analyze_run, "analyze_command", partly_failed)
+    assert cli.main.main(["analyze", "a.json"]) == 2  # read without typer
+    assert cli.main.main(["analyze", "a.json", "--json", "-o.json"]) == 2  # read by typer
+    assert capsys.readouterr().err == ""
