@@ -36,9 +36,8 @@ def error_line(err: GpuscopeError) -> str:
 def run_command(call: Callable[[Console], Any]) -> int:
     """``call(err_console)``'s exit code: its int result (0 for any other result), an
     :class:`ExitCode`'s code, a :class:`GpuscopeError`'s ``exit_code`` after one line naming
-    what is wrong, 130 after an
-    interrupt, 70 after one line for any other exception (a bug; the traceback with
-    ``GPUSCOPE_DEBUG`` set)."""
+    what is wrong, 130 after an interrupt, 70 after one line for any other exception (a bug;
+    the traceback with ``GPUSCOPE_DEBUG`` set)."""
     err_console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         result = call(err_console)
