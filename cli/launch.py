@@ -41,9 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = run_without_typer(args[1:])
         if code is not None:
             return code
-        from cli.main import main as cli_main
+        from cli.main import typer_main  # left to typer: not read again
 
-        return cli_main(args)
+        return typer_main(args)
     finally:
         gc_hold.release()  # where the command stopped before its work
 

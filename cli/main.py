@@ -171,6 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = run_without_typer(args[1:])
         if code is not None:
             return code
+    return typer_main(args)
+
+
+def typer_main(args: list[str]) -> int:
+    """The exit code of the command line *args* run by typer (what :func:`main` does with a
+    command line it does not run without typer; the console script's, :mod:`cli.launch`,
+    after :func:`cli.analyze_run.run_without_typer` left it to typer)."""
     return run_command(lambda err_console: _run_typer(args, err_console))
 
 

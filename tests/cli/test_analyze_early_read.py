@@ -124,6 +124,7 @@ def test_the_console_script_begins_the_read_then_runs_the_command(
     ran: list[list[str]] = []
     analysed: list[dict[str, Any]] = []
     monkeypatch.setattr(cli.main, "main", lambda args: ran.append(list(args)) or 0)
+    monkeypatch.setattr(cli.main, "typer_main", lambda args: ran.append(list(args)) or 0)
     monkeypatch.setattr(analyze_run, "analyze_command", lambda **k: analysed.append(k))
     monkeypatch.setenv("GPUSCOPE_MEMORY_SETTINGS", "0")
     args = ["analyze", str(trace), "--json", "x.json"]

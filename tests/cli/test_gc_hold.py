@@ -57,7 +57,7 @@ def test_the_console_script_restarts_the_collector_when_analyze_stops_early(
         seen.append(gc.isenabled())
         raise SystemExit(2)  # a usage error before the work
 
-    monkeypatch.setattr(cli.main, "main", command)
+    monkeypatch.setattr(cli.main, "typer_main", command)  # launch leaves it to typer
     monkeypatch.setenv("GPUSCOPE_MEMORY_SETTINGS", "0")
     with pytest.raises(SystemExit):
         launch.main(["analyze", "--no-such-option"])
