@@ -42,7 +42,9 @@ Modules: :mod:`~collectors.cache.hashing` (digests, fingerprints, versions),
 :mod:`~collectors.cache.exact_json` and :mod:`~collectors.cache.arrow_tables` (the two codecs),
 :mod:`~collectors.cache.entries` (the checked entry store), :mod:`~collectors.cache.trace_cache`
 (the cache of parsed Traces), :mod:`~collectors.cache.results` (per-rank results, versioned by
-the caller), :mod:`~collectors.cache.readers` (readers through the trace cache).
+the caller), :mod:`~collectors.cache.readers` (readers through the trace cache),
+:mod:`~collectors.cache.spill` (a rank's numeric columns memory-mapped from the cache's
+``spill`` directory when its analysis would not fit in memory).
 
 The names below are imported from their modules on first use (``from collectors.cache import
 TraceCache`` works; importing the package alone loads nothing else, so ``--no-cache`` pays for

@@ -71,19 +71,76 @@ def plan_units(paths: Sequence[str | Path]) -> list[Unit]:
     return units
 
 
+NO_LIMIT = 1 << 62
+"""A cgroup v1 limit at or above this is "no limit" (the kernel writes 2**63 rounded down to a
+page)."""
+
+
+def _number(path: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int(path.read_text().strip())
+    return None
+
+
+def _reclaimable(stat: Path, key: str) -> int:
+    """The *key* line of a cgroup's ``memory.stat`` (0 when unreadable)."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open(stat) as f:
+        for line in f:
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    return 0
+
+
+def cgroup_room_bytes(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+) -> int | None:
+    """Memory this process may still use under its cgroups' limits, None when none applies.
+
+    Each limit on the way from this process's cgroup up to the hierarchy's root applies (a
+    container's namespace makes its own cgroup the root): cgroup v2 ``memory.max`` −
+    ``memory.current``, v1 ``memory.limit_in_bytes`` − ``memory.usage_in_bytes``, the usage
+    less its inactive file pages (``memory.stat``), which the kernel reclaims before failing
+    (as ``docker stats`` counts); the least room wins."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    rooms: list[int] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, path = parts
+        if hierarchy == "0" and not controllers:  # v2
+            base, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):  # v1
+            base = root / "memory"
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        d = base / path.strip("/")
+        while True:
+            limit, used = _number(d / files[0]), _number(d / files[1])
+            if limit is not None and used is not None and limit < NO_LIMIT:
+                rooms.append(limit - max(0, used - _reclaimable(d / "memory.stat", files[2])))
+            if d == base or base not in d.parents:
+                break
+            d = d.parent
+    return min(rooms) if rooms else None
+
+
 def available_memory_bytes() -> int:
-    """MemAvailable, or the cgroup's remaining limit when that is lower."""
+    """MemAvailable, or the room under this process's cgroup limits when that is lower
+    (:func:`cgroup_room_bytes`)."""
     avail = None
     with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
         for line in f:
             if line.startswith("MemAvailable:"):
                 avail = int(line.split()[1]) * 1024
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-        if limit != "max":
-            room = int(limit) - used
-            avail = room if avail is None else min(avail, room)
+    room = cgroup_room_bytes()
+    if room is not None:
+        avail = room if avail is None else min(avail, room)
     if avail is None:
         avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     return max(0, int(avail))

@@ -62,7 +62,10 @@ class UnitResult:
     error: FileError | None = None
     cache_status: str | None = None
     cache_notes: list[str] = field(default_factory=list)
-    """One line per cached part of this input that failed a check and was rebuilt."""
+    """One line per cached part of this input that failed a check and was rebuilt, and per
+    rank whose columns were spilled (:func:`spilled`)."""
+    notes: list[str] = field(default_factory=list)
+    """The spill lines (kept apart until the task ends)."""
     peak_rss_bytes: int | None = None
     """Peak resident memory of the worker process during this task (None in this process)."""
     seconds: float = 0.0
@@ -146,6 +149,43 @@ def read_unit(
     return traces, outcome.status
 
 
+def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[str]) -> None:
+    """Replace each Trace of *traces* whose analysis would not fit in the available memory by
+    the same with its numeric columns spilled to the Arrow cache (:mod:`collectors.cache.spill`;
+    ``GPUSCOPE_SPILL``), in place, so that the old tables are freed at once; one line in
+    *notes* per rank spilled, or that could not be.
+
+    Raises:
+        UsageError: ``GPUSCOPE_SPILL`` is not ``auto``, ``always`` or ``never``.
+    """
+    from collectors.cache.spill import model_bytes, spill_mode, spill_trace, spill_wanted
+    from reports.summary.planning import available_memory_bytes
+
+    mode = spill_mode()
+    if mode == "never":
+        return
+    mib = 2**20
+    for i, trace in enumerate(traces):
+        model, available = model_bytes(trace), available_memory_bytes()
+        if not spill_wanted(model, available, mode):
+            continue
+        from collectors.cache.trace_cache import cache_dir  # the cache's modules: only now
+
+        where = cache_dir(cache_root) / "spill"
+        label = f"{unit_path(unit)}: rank {trace.rank}"
+        why = f"{model // mib} MiB model, {available // mib} MiB of memory available"
+        try:
+            done = spill_trace(trace, cache_dir(cache_root))
+        except OSError as e:
+            notes.append(f"{label}: its columns could not be spilled to {where} ({e}); {why}")
+            continue
+        if done is None:
+            notes.append(f"{label}: not spilled, {where} is held in memory; {why}")
+            continue
+        traces[i] = done[0]
+        notes.append(f"{label}: {done[1] // mib} MiB of columns memory-mapped from {where} ({why})")
+
+
 def run_unit(
     unit: Unit,
     index: int,
@@ -194,6 +234,7 @@ def run_unit(
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
+            spill(traces, unit, cache_root, out.notes)
             alone = sole and len(traces) == 1  # the run's only rank
             keep = cache is not None and rkey is not None  # the parts go to the results cache
             for n, trace in enumerate(traces, 1):
@@ -216,6 +257,7 @@ def run_unit(
         out.entries, out.digests = [], []
     if cache is not None:
         out.cache_notes = list(cache.notes)
+    out.cache_notes += out.notes
     out.seconds = time.perf_counter() - t0
     out.peak_rss_bytes = _peak_rss() if measured else None
     return out
