@@ -224,6 +224,13 @@ class Trace:
         return self.meta.rank
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the four tables' columns (each column's array; an object column counts
+        its pointers, not the objects)."""
+        tables = (self.gpu, self.host, self.annotations, self.counters)
+        return sum(int(t.memory_usage(index=False).sum()) for t in tables)
+
+    @property
     def gpu_device(self) -> DeviceInfo | None:
         """The device this rank's GPU work ran on (most frequent device id), if known."""
         if self.gpu.empty or not self.meta.devices:

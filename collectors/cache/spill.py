@@ -12,7 +12,8 @@ packs into bits, cannot be mapped as numpy arrays).  Values are bit for bit the 
 column buffers are written and read back raw.
 
 :func:`spill_wanted` decides (``GPUSCOPE_SPILL``: ``auto``, the default, spills when the
-available memory is under :data:`ANALYSIS_BYTES_PER_MODEL_BYTE` times the model's bytes;
+available memory is under :data:`ANALYSIS_BYTES_PER_MODEL_BYTE` times the model's bytes,
+:attr:`~collectors.model.Trace.nbytes`;
 ``always``; ``never``); :func:`spill_trace` does it.  ``gpuscope analyze`` spills each rank
 it reads, before its sections (:func:`reports.summary.tasks.run_unit`), and says so in one
 note.  A spill directory on a file system held
@@ -42,11 +43,6 @@ over a 114 MiB model, with about 100 MiB of interpreter and libraries: 4.3x); ``
 when the memory available with the model loaded is under this less one, times the model."""
 TABLES = ("gpu", "host", "annotations", "counters")
 MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs"})
-
-
-def model_bytes(trace: Trace) -> int:
-    """Bytes of *trace*'s tables (each column's array; an object column counts its pointers)."""
-    return sum(int(getattr(trace, t).memory_usage(index=False).sum()) for t in TABLES)
 
 
 def spill_mode() -> str:

@@ -113,8 +113,7 @@ def wanted(trace: Trace) -> bool:
         return False
     from reports.summary.planning import available_memory_bytes
 
-    model = sum(int(t.memory_usage(index=False).sum()) for t in (trace.host, trace.gpu))
-    return available_memory_bytes() >= HELPER_BYTES_PER_MODEL_BYTE * model
+    return available_memory_bytes() >= HELPER_BYTES_PER_MODEL_BYTE * trace.nbytes
 
 
 def entry_and_digest(

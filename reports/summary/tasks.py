@@ -158,7 +158,7 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
     Raises:
         UsageError: ``GPUSCOPE_SPILL`` is not ``auto``, ``always`` or ``never``.
     """
-    from collectors.cache.spill import model_bytes, spill_mode, spill_trace, spill_wanted
+    from collectors.cache.spill import spill_mode, spill_trace, spill_wanted
     from reports.summary.planning import available_memory_bytes
 
     mode = spill_mode()
@@ -166,7 +166,7 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
         return
     mib = 2**20
     for i, trace in enumerate(traces):
-        model, available = model_bytes(trace), available_memory_bytes()
+        model, available = trace.nbytes, available_memory_bytes()
         if not spill_wanted(model, available, mode):
             continue
         from collectors.cache.trace_cache import cache_dir  # the cache's modules: only now

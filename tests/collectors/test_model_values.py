@@ -71,3 +71,16 @@ def test_names_matching_tests_each_distinct_name_once_and_never_a_missing_one(
     got = names_matching(col, match)
     assert got.tolist() == [True, False, False, True, True, True]
     assert sorted(seen) == ["add", "gemm_tf32", "nan", "sgemm"]  # once each, never None
+
+
+def test_trace_nbytes_counts_every_column_of_the_four_tables() -> None:
+    from collectors.model import Trace, TraceMeta
+
+    ints = pd.DataFrame({"a": np.arange(10, dtype=np.int64), "b": np.zeros(10, np.float32)})
+    objs = pd.DataFrame({"o": np.array([None] * 3, dtype=object)})
+    cats = pd.DataFrame({"c": pd.Categorical(["x", "y"] * 2)})
+    empty = pd.DataFrame({"e": np.zeros(0, np.int64)})
+    t = Trace(TraceMeta(rank=0, source_format="test"), ints, objs, cats, empty)
+    # 10 int64 + 10 float32; 3 pointers; 4 int8 codes + the 2 categories' own bytes; nothing
+    assert t.nbytes == 80 + 40 + 24 + int(cats["c"].memory_usage(index=False))
+    assert int(cats["c"].memory_usage(index=False)) >= 4

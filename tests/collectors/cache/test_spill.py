@@ -15,7 +15,6 @@ from collectors.cache.spill import (
     SPILL_ENV,
     TABLES,
     file_system_type,
-    model_bytes,
     spill_mode,
     spill_trace,
     spill_wanted,
@@ -152,12 +151,3 @@ def test_a_bad_spill_mode_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(SPILL_ENV, "sometimes")
     with pytest.raises(UsageError, match="GPUSCOPE_SPILL must be one of auto, always, never"):
         spill_mode()
-
-
-def test_model_bytes_counts_every_table(trace: Trace) -> None:
-    expected = sum(
-        int(getattr(trace, t)[c].memory_usage(index=False))
-        for t in TABLES
-        for c in getattr(trace, t).columns
-    )
-    assert model_bytes(trace) == expected > 0
