@@ -164,7 +164,10 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
     mode = spill_mode()
     if mode == "never":
         return
-    mib = 2**20
+
+    def mib(n: int) -> str:
+        return f"{n / 2**20:.1f} MiB"
+
     for i, trace in enumerate(traces):
         model, available = trace.nbytes, available_memory_bytes()
         if not spill_wanted(model, available, mode):
@@ -173,7 +176,7 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
 
         where = cache_dir(cache_root) / "spill"
         label = f"{unit_path(unit)}: rank {trace.rank}"
-        why = f"{model // mib} MiB model, {available // mib} MiB of memory available"
+        why = f"{mib(model)} model, {mib(available)} of memory available"
         try:
             done = spill_trace(trace, cache_dir(cache_root))
         except OSError as e:
@@ -183,7 +186,7 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
             notes.append(f"{label}: not spilled, {where} is held in memory; {why}")
             continue
         traces[i] = done[0]
-        notes.append(f"{label}: {done[1] // mib} MiB of columns memory-mapped from {where} ({why})")
+        notes.append(f"{label}: {mib(done[1])} of columns memory-mapped from {where} ({why})")
 
 
 def run_unit(
