@@ -109,8 +109,12 @@ def run_analyze(
     paths, captures, capture_notes = split_graph_captures(paths, graph_capture or ())
     if captures:
         inputs = dataclasses.replace(inputs, graph_captures=captures)
-    for line in capture_notes:
+
+    def note(line: str) -> None:
         err.print(f"gpuscope: note: {line}", markup=False)
+
+    for line in capture_notes:
+        note(line)
     gc_hold.release()  # the imports are done (cli.launch held the collector off for them)
     with progress_bar(err) as progress:
         result = analyze_paths(
@@ -121,12 +125,13 @@ def run_analyze(
             workers=workers,
             use_cache=not no_cache,
             progress=progress,
+            say=note,  # a rank spilled: said before its sections run
         )
     from collectors.kineto import early
 
     early.cancel()  # a read the parse cache made useless
     for line in result.cache_notes:  # once: the entry is rebuilt, the next run is quiet
-        err.print(f"gpuscope: note: {line}", markup=False)
+        note(line)
     # two files claiming one rank make the input set wrong, not one file: no output at all
     conflicts = [e for e in result.errors if e.message.startswith("claims rank ")]
     if conflicts:

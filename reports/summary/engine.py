@@ -93,6 +93,7 @@ def analyze_paths(
     use_cache: bool = True,
     progress: ProgressFn | None = None,
     cache_dir: str | Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> ParallelResult:
     """Analyse every input in parallel; the summary equals ``build_summary(load_traces(...))``
     over the readable inputs.
@@ -100,7 +101,9 @@ def analyze_paths(
     *scheduler*: None (local processes, sized from CPUs and memory), ``"processes"``,
     ``"sync"`` (this process) or a Dask scheduler address.  *workers*: pool size (local only;
     capped by memory).  *use_cache*: read and write the parse cache (*cache_dir*, default
-    :func:`collectors.cache.cache_dir`).
+    :func:`collectors.cache.cache_dir`).  *say*: called at once with each note of a task run
+    in this process (a rank spilled to the cache: :func:`~reports.summary.tasks.spill`), which
+    then is not in :attr:`ParallelResult.cache_notes`.
 
     Raises:
         InputError: a path does not exist, or a directory holds no trace, or no input at all
@@ -160,7 +163,8 @@ def analyze_paths(
                     early.start(units[i + 1].paths[0], beside_work=True)  # read during this one
                 last = i == len(units) - 1  # its last rank combines what can be combined early
                 earlier = [d for r in results if r is not None for d in r.digests] if last else None
-                done(run_unit(u, i, *args, measure=False, sole=len(units) == 1, earlier=earlier))
+                sole = len(units) == 1
+                done(run_unit(u, i, *args, measure=False, sole=sole, earlier=earlier, say=say))
         else:
             mode = "processes"
             run_local(units, args, n, done)

@@ -11,7 +11,7 @@ import json
 import os
 import pickle
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,8 @@ class UnitResult:
     """One line per cached part of this input that failed a check and was rebuilt, and per
     rank whose columns were spilled (:func:`spilled`)."""
     notes: list[str] = field(default_factory=list)
-    """The spill lines (kept apart until the task ends)."""
+    """The spill lines not yet said (:func:`run_unit`'s *say*), kept apart until the task
+    ends."""
     peak_rss_bytes: int | None = None
     """Peak resident memory of the worker process during this task (None in this process)."""
     seconds: float = 0.0
@@ -198,6 +199,7 @@ def run_unit(
     measure: bool = True,
     sole: bool = False,
     earlier: Sequence[RankDigest] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> UnitResult:
     """The task: the per-rank entries and digests of *unit*, from the results cache or by
     loading it (through the trace cache) and running every rank section (on two CPUs when that
@@ -205,7 +207,9 @@ def run_unit(
     one rank also computes the run sections that can be computed from that rank alone.
     *earlier*: the unit is the run's last, analysed after these digests (in this process), so
     its last rank also computes the run sections that can be combined early
-    (:attr:`~reports.summary.many_ranks.RankDigest.early`).
+    (:attr:`~reports.summary.many_ranks.RankDigest.early`).  *say*: called with each spill
+    line (:func:`spill`) as soon as it is known, which then is not in the result's notes (a
+    task run in the caller's process, so that a run killed for memory has said it).
 
     Never raises (except ``KeyboardInterrupt``): errors come back in :attr:`UnitResult.error`.
     """
@@ -238,6 +242,10 @@ def run_unit(
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
             spill(traces, unit, cache_root, out.notes)
+            if say is not None:  # at once: before the sections, which may exhaust the memory
+                for line in out.notes:
+                    say(line)
+                out.notes.clear()
             alone = sole and len(traces) == 1  # the run's only rank
             keep = cache is not None and rkey is not None  # the parts go to the results cache
             for n, trace in enumerate(traces, 1):

@@ -11,6 +11,7 @@ from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.cache import spill as spill_mod
 from collectors.kineto import read_kineto
+from collectors.model import Trace
 from reports.summary import planning
 from reports.summary.engine import analyze_paths
 from reports.summary.planning import Unit
@@ -98,3 +99,25 @@ def test_a_spilled_run_gives_the_in_memory_summary(monkeypatch: pytest.MonkeyPat
     assert spilled.summary == kept.summary
     assert kept.cache_notes == []
     assert [n.split(": rank ")[1][:1] for n in spilled.cache_notes] == ["0", "1"]
+
+
+def test_a_task_in_this_process_says_its_spill_before_the_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run killed for memory in its sections has already told the user it spilled."""
+    from reports.summary import tasks
+
+    events: list[str] = []
+    sections = tasks.entry_and_digest
+
+    def traced(trace: Trace, *args: object) -> object:
+        events.append(f"sections of rank {trace.rank}")
+        return sections(trace, *args)
+
+    monkeypatch.setattr(tasks, "entry_and_digest", traced)
+    monkeypatch.setenv(spill_mod.SPILL_ENV, "always")
+    paths = [str(RANK0)]
+    result = analyze_paths(paths, use_cache=False, say=lambda line: events.append(line))
+    assert len(events) == 2
+    assert "memory-mapped from" in events[0] and events[1] == "sections of rank 0"
+    assert result.cache_notes == []  # said, not repeated
