@@ -94,10 +94,10 @@ class Group:
 
 def _analyze(trace: str, out: Path, mode: str, group: Group | None) -> tuple[int, float, str]:
     env = dict(os.environ, GPUSCOPE_SPILL=mode)
-    cmd = [sys.executable, "-m", "cli.main", "analyze", trace, "--json", str(out), "--no-cache"]
+    cmd = [sys.executable, "-m", "cli.main", "analyze", trace, "--json", str(out)]
     t = time.perf_counter()
     r = subprocess.run(
-        [*cmd, "--force"],
+        [*cmd, "--no-cache", "--force"],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -99,9 +99,6 @@ def run_analyze(
     inputs = load_inputs(ncu, gpu, peaks)
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
-    from collectors.cache.spill import spill_mode
-
-    spill_mode()  # a bad GPUSCOPE_SPILL is one usage error, not one per input
     options = AnalysisOptions(
         all_events=all_events, hta_version=hta_version, include_prelaunched=include_prelaunched
     )

@@ -2,7 +2,7 @@
 
 Only ``cli`` turns :class:`collectors.errors.GpuscopeError` into exit codes and one-line
 messages (:func:`run_command`, for every command: typer's own errors are mapped by
-:func:`cli.main.main` around typer's call); :func:`exit_now` ends the process with the code.
+:func:`cli.main.typer_main` around typer's call); :func:`exit_now` ends the process with the code.
 Neither typer nor anything heavy is imported here: ``analyze`` runs without typer
 (:mod:`cli.analyze_run`).
 """

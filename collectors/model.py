@@ -205,6 +205,10 @@ class TraceMeta:
         return None
 
 
+TABLES = ("gpu", "host", "annotations", "counters")
+"""The names of a :class:`Trace`'s tables, in field order."""
+
+
 @dataclass
 class Trace:
     """One rank's normalized trace.  Build with :func:`make_trace`; never mutate tables.
@@ -227,8 +231,7 @@ class Trace:
     def nbytes(self) -> int:
         """Bytes of the four tables' columns (each column's array; an object column counts
         its pointers, not the objects)."""
-        tables = (self.gpu, self.host, self.annotations, self.counters)
-        return sum(int(t.memory_usage(index=False).sum()) for t in tables)
+        return sum(int(getattr(self, t).memory_usage(index=False).sum()) for t in TABLES)
 
     @property
     def gpu_device(self) -> DeviceInfo | None:

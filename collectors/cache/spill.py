@@ -13,11 +13,11 @@ column buffers are written and read back raw.
 
 :func:`spill_wanted` decides (``GPUSCOPE_SPILL``: ``auto``, the default, spills when the
 available memory is under :data:`ANALYSIS_BYTES_PER_MODEL_BYTE` times the model's bytes,
-:attr:`~collectors.model.Trace.nbytes`;
-``always``; ``never``); :func:`spill_trace` does it.  ``gpuscope analyze`` spills each rank
-it reads, before its sections (:func:`reports.summary.tasks.run_unit`), and says so in one
-note.  A spill directory on a file system held
-in memory (``tmpfs``, ``ramfs``) would save nothing: :func:`spill_trace` then returns None.
+:attr:`~collectors.model.Trace.nbytes`; ``always``; ``never``); :func:`spill_trace` does it.
+``gpuscope analyze`` spills each rank it reads, before its sections
+(:func:`reports.summary.tasks.spill`), and says so in one note.  A spill directory on a file
+system held in memory (:data:`MEMORY_FILE_SYSTEMS`) would save nothing: :func:`spill_trace`
+then returns None.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.errors import UsageError
-from collectors.model import Trace
+from collectors.model import TABLES, Trace
 
 SPILL_ENV = "GPUSCOPE_SPILL"
 MODES = ("auto", "always", "never")
@@ -41,7 +41,6 @@ ANALYSIS_BYTES_PER_MODEL_BYTE = 6
 (measured: one process's sections on the 300 MB generated trace peak at about 594 MiB RSS
 over a 114 MiB model, with about 100 MiB of interpreter and libraries: 4.3x); ``auto`` spills
 when the memory available with the model loaded is under this less one, times the model."""
-TABLES = ("gpu", "host", "annotations", "counters")
 MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs"})
 
 

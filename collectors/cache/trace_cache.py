@@ -23,13 +23,12 @@ from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict
 from collectors.cache.hashing import file_digest, json_checksum, sha256, versions
 from collectors.cache.readers import LoadOutcome
 from collectors.cache.results import ResultStore
-from collectors.model import Trace
+from collectors.model import TABLES, Trace
 
 if TYPE_CHECKING:
     import pandas as pd
 
 CACHE_ENV = "GPUSCOPE_CACHE_DIR"
-TABLES = ("gpu", "host", "annotations", "counters")
 
 
 def cache_dir(root: str | Path | None = None) -> Path:

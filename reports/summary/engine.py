@@ -112,6 +112,9 @@ def analyze_paths(
     """
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
+    from collectors.cache.spill import spill_mode
+
+    spill_mode()  # a bad GPUSCOPE_SPILL is one usage error, not one per input
     options = options or AnalysisOptions()
     inputs = inputs or AnalysisInputs()
     units = plan_units(paths)

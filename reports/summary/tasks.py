@@ -63,10 +63,7 @@ class UnitResult:
     cache_status: str | None = None
     cache_notes: list[str] = field(default_factory=list)
     """One line per cached part of this input that failed a check and was rebuilt, and per
-    rank whose columns were spilled (:func:`spilled`)."""
-    notes: list[str] = field(default_factory=list)
-    """The spill lines not yet said (:func:`run_unit`'s *say*), kept apart until the task
-    ends."""
+    rank spilled (:func:`spill`) when :func:`run_unit` had no *say* to say it at once."""
     peak_rss_bytes: int | None = None
     """Peak resident memory of the worker process during this task (None in this process)."""
     seconds: float = 0.0
@@ -175,11 +172,12 @@ def spill(traces: list[Trace], unit: Unit, cache_root: str | None, notes: list[s
             continue
         from collectors.cache.trace_cache import cache_dir  # the cache's modules: only now
 
-        where = cache_dir(cache_root) / "spill"
+        root = cache_dir(cache_root)
+        where = root / "spill"
         label = f"{unit_path(unit)}: rank {trace.rank}"
         why = f"{mib(model)} model, {mib(available)} of memory available"
         try:
-            done = spill_trace(trace, cache_dir(cache_root))
+            done = spill_trace(trace, root)
         except OSError as e:
             notes.append(f"{label}: its columns could not be spilled to {where} ({e}); {why}")
             continue
@@ -218,6 +216,7 @@ def run_unit(
     t0 = time.perf_counter()
     measured = measure and _reset_peak()
     out = UnitResult(index=index, worker=f"{os.uname().nodename}:{os.getpid()}")
+    spilled: list[str] = []  # the spill's lines not said at once
     cache = None
     if cache_root is not None:
         from collectors.cache.trace_cache import TraceCache
@@ -241,11 +240,11 @@ def run_unit(
                 out.entries, out.digests = [], []
         if out.cache_status is None:
             traces, out.cache_status = read_unit(unit, cache, tkey)
-            spill(traces, unit, cache_root, out.notes)
+            spill(traces, unit, cache_root, spilled)
             if say is not None:  # at once: before the sections, which may exhaust the memory
-                for line in out.notes:
+                for line in spilled:
                     say(line)
-                out.notes.clear()
+                spilled.clear()
             alone = sole and len(traces) == 1  # the run's only rank
             keep = cache is not None and rkey is not None  # the parts go to the results cache
             for n, trace in enumerate(traces, 1):
@@ -266,9 +265,7 @@ def run_unit(
         out.error = internal_error(unit, e)
     if out.error is not None:
         out.entries, out.digests = [], []
-    if cache is not None:
-        out.cache_notes = list(cache.notes)
-    out.cache_notes += out.notes
+    out.cache_notes = [*(cache.notes if cache is not None else ()), *spilled]
     out.seconds = time.perf_counter() - t0
     out.peak_rss_bytes = _peak_rss() if measured else None
     return out

@@ -121,3 +121,15 @@ def test_a_task_in_this_process_says_its_spill_before_the_sections(
     assert len(events) == 2
     assert "memory-mapped from" in events[0] and events[1] == "sections of rank 0"
     assert result.cache_notes == []  # said, not repeated
+
+
+def test_a_bad_spill_setting_is_one_usage_error_before_any_input_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collectors.errors import UsageError
+    from reports.summary import tasks
+
+    monkeypatch.setenv(spill_mod.SPILL_ENV, "sometimes")
+    monkeypatch.setattr(tasks, "read_unit", lambda *a: pytest.fail("an input was read"))
+    with pytest.raises(UsageError, match=r"^GPUSCOPE_SPILL must be one of auto, always, never"):
+        analyze_paths([str(SAMPLES / "synthetic_2rank")], use_cache=False)
