@@ -66,6 +66,15 @@ class TraceMemo(Generic[T]):
         return self in _slots.get(id(trace), {})
 
 
+def forget(trace: Trace) -> None:
+    """Drop every value memoised for *trace* (each is computed again if asked for): for a
+    process done with its analyses of a Trace it still holds."""
+    with _lock:
+        slot = _slots.get(id(trace))
+        if slot is not None:
+            slot.clear()
+
+
 def memoised(fn: Callable[[Trace], T]) -> TraceMemo[T]:
     """Decorator: :class:`TraceMemo` of *fn*."""
     return TraceMemo(fn)

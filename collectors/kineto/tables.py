@@ -20,13 +20,13 @@ and the metadata (rank, devices, process names) is read from the file's top-leve
 from __future__ import annotations
 
 import re
-import sys
 from itertools import chain
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from collectors.heap import release_freed_memory
 from collectors.kineto.rows import RowParts
 from collectors.model import GPU_KINDS, DeviceInfo, Trace, TraceMeta, make_trace
 
@@ -120,31 +120,6 @@ def _objects(pieces: list[Any]) -> np.ndarray:
         out[at : at + len(x)] = x
         at += len(x)
     return out
-
-
-_TRIM: list[Any] = []
-"""glibc's ``malloc_trim`` once looked up (``[None]`` where there is none)."""
-
-
-def release_freed_memory() -> None:
-    """Hand the heap's free pages back to the system (glibc ``malloc_trim``; elsewhere a no-op).
-
-    The rows stage holds each table in many chunk-sized arrays, small enough to live in the
-    heap, while a whole column is one large allocation of its own: without this, the pages of
-    the freed pieces stay with the process and the model is resident about twice over."""
-    if not _TRIM:
-        trim = None
-        if sys.platform.startswith("linux"):
-            import ctypes  # only the last stage of the reader needs it
-
-            try:
-                trim = ctypes.CDLL(None).malloc_trim
-                trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-            except (OSError, AttributeError):  # not glibc (musl...)
-                trim = None
-        _TRIM.append(trim)
-    if _TRIM[0] is not None:
-        _TRIM[0](0)
 
 
 def _categorical(ids: np.ndarray, strings: np.ndarray, *, missing: bool = False) -> pd.Categorical:

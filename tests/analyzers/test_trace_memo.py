@@ -60,3 +60,14 @@ def test_a_slot_is_dropped_with_its_trace() -> None:
     seen.clear()
     gc.collect()
     assert key not in memo._slots
+
+
+def test_forgetting_a_trace_drops_its_values_and_keeps_the_others() -> None:
+    t = trace_us([("k", 7, 0, 5, 1)], [], [])
+    other = trace_us([("k", 7, 0, 5, 1), ("k", 7, 6, 9, 2)], [], [])
+    n_gpu_rows, seen = _calls()
+    n_gpu_rows(t), n_gpu_rows(other)
+    memo.forget(t)
+    assert not n_gpu_rows.cached(t) and n_gpu_rows.cached(other)
+    assert n_gpu_rows(t) == 1 and seen == [t, other, t]  # computed again when asked for
+    memo.forget(trace_us([], [], []))  # a trace with nothing memoised: nothing to do

@@ -223,3 +223,34 @@ def test_an_early_value_is_taken_only_for_the_ranks_it_was_computed_for() -> Non
     assert run_sections([other, d1], OPTS, INPUTS, lambda: traces)["critical_path"] == combined
     alone = run_sections([d1], OPTS, INPUTS, lambda: traces[1:])["critical_path"]
     assert alone != {"taken": True} and alone["ranks"] == [1]
+
+
+def test_this_process_drops_its_derived_tables_before_it_waits_for_the_helper(
+    monkeypatch,
+) -> None:
+    from analyzers import memo
+    from analyzers.collectives import collectives_table
+
+    monkeypatch.setenv(forked.ENV, "2")
+    trace = load_traces([SAMPLES / "synthetic_2rank"])[0]
+    at_read: list[tuple[bool, int]] = []
+    trims: list[int] = []
+    real_fork = forked.fork_helper
+
+    def fork(child):
+        helper = real_fork(child)
+        real_read = helper.read
+
+        def read():
+            at_read.append((bool(memo._slots.get(id(trace))), len(trims)))
+            return real_read()
+
+        helper.read = read
+        return helper
+
+    monkeypatch.setattr(forked, "fork_helper", fork)
+    monkeypatch.setattr(forked, "release_freed_memory", lambda: trims.append(1))
+    entry, _ = forked.entry_and_digest(trace, OPTS, INPUTS)
+    assert at_read == [(False, 1)]  # nothing memoised left, the pages handed back once
+    assert entry == rank_entry(trace, OPTS, INPUTS)
+    assert collectives_table.cached(trace)  # the serial reference memoised it again
