@@ -14,9 +14,12 @@ process, the two interleaved, ``--repeat`` times (median reported):
 nothing else is measured; *peak MiB* is the largest sum, over the child and all its descendants
 (gpuscope's read and section helpers, HTA's parser pool), of their proportional set size
 (``Pss`` of ``/proc/PID/smaps_rollup``, so pages shared after a fork count once), sampled every
-50 ms in one more run of each tool.  The sampling is kept out of the timed runs: walking every
-process's page tables every 50 ms takes CPU from the tool measured (same run, gpuscope on the
-300 MB trace: 2.27 s sampled against 2.06 s not, median of 5; 2 × 47 MB 1.27 against 1.21 s).
+50 ms in ``--memory-runs`` more runs of each tool (default 1; their median, each printed under
+the table when more than one: gpuscope's section helper and this process peak at moments that
+depend on timing, so its peak varies by about 10 % from run to run).  The sampling is kept out
+of the timed runs: walking every process's page tables every 50 ms takes CPU from the tool
+measured (same run, gpuscope on the 300 MB trace: 2.27 s sampled against 2.06 s not, median of
+5; 2 × 47 MB 1.27 against 1.21 s).
 With ``--huge`` the one run of each tool is both timed and sampled.
 
 Traces: the largest shared trace (``hta/mtia_trace_single_rank``), one generated rank of about
@@ -39,8 +42,8 @@ the script creates it when missing with ``python -m venv`` + ``pip install trace
 
 Usage::
 
-    python benchmarks/bench_vs_hta.py [--repeat 3] [--only mtia,300mb,2x47mb] [--huge]
-        [--no-inprocess] [--venv DIR] [--work DIR]
+    python benchmarks/bench_vs_hta.py [--repeat 3] [--memory-runs 1] [--only mtia,300mb,2x47mb]
+        [--huge] [--no-inprocess] [--venv DIR] [--work DIR]
 """
 
 from __future__ import annotations
@@ -334,9 +337,12 @@ def whole_process(
     env: dict[str, str],
     limit: int | None = None,
     memory_run: bool = True,
+    memory_runs: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
-    """*repeat* timed runs of each tool, interleaved, then (*memory_run*) one sampled run of
-    each for the peak memory; without *memory_run* the timed runs are sampled."""
+    """*repeat* timed runs of each tool, interleaved, then (*memory_run*) *memory_runs*
+    sampled runs of each, interleaved, for the peak memory (each timed run is given their
+    median; every peak is kept under ``peaks``); without *memory_run* the timed runs are
+    sampled."""
     runs: dict[str, list[dict[str, Any]]] = {"gpuscope": [], "hta": []}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "summary.json"
@@ -355,12 +361,14 @@ def whole_process(
                 h["check"] = (c["idle_pct"], c["compute_pct"])
             runs["hta"].append(h)
         if memory_run:
-            peak = run_measured(gpuscope, env)["peak_kib"]
-            for g in runs["gpuscope"]:
-                g["peak_kib"] = peak
-            peak = run_measured(hta, env, limit)["peak_kib"]
-            for h in runs["hta"]:
-                h["peak_kib"] = peak
+            peaks: dict[str, list[int]] = {"gpuscope": [], "hta": []}
+            for _ in range(memory_runs):
+                peaks["gpuscope"].append(run_measured(gpuscope, env)["peak_kib"])
+                peaks["hta"].append(run_measured(hta, env, limit)["peak_kib"])
+            for tool, kib in peaks.items():
+                for r in runs[tool]:
+                    r["peak_kib"] = statistics.median(kib)
+                    r["peaks_kib"] = kib
     return runs
 
 
@@ -391,6 +399,15 @@ def print_whole(rows: list[tuple[str, Path, dict[str, list[dict[str, Any]]]]]) -
             f"{name:10} {_mb(path):6.1f} {gs:10.2f} {hs_txt} {ratio:>6} {gm:12.0f} {hm_txt} "
             f"{mem:>7}  {same}"
         )
+    for name, _, runs in rows:
+        spread = {t: runs[t][0].get("peaks_kib", []) for t in ("gpuscope", "hta")}
+        if len(spread["gpuscope"]) > 1:
+            print(
+                f"  {name}: peak MiB of each sampled run, gpuscope "
+                + ", ".join(f"{k / 1024:.0f}" for k in spread["gpuscope"])
+                + "; HTA "
+                + ", ".join(f"{k / 1024:.0f}" for k in spread["hta"])
+            )
 
 
 def in_process(path: Path, hta_py: Path, repeat: int, env: dict[str, str]) -> dict[str, Any]:
@@ -431,12 +448,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="mtia,300mb,2x47mb", help="traces: mtia,300mb,2x47mb")
     ap.add_argument("--huge", action="store_true", help="also the 2 GB trace (one run each)")
     ap.add_argument("--hta-limit-gb", type=float, default=20.0, help="HTA's RLIMIT_AS on --huge")
+    ap.add_argument(
+        "--memory-runs",
+        type=int,
+        default=1,
+        help="sampled runs of each tool for the peak memory (median reported, each printed)",
+    )
     ap.add_argument("--no-inprocess", action="store_true", help="skip table 2")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/hta-venv"))
     ap.add_argument("--work", type=Path, default=Path("/tmp/gpuscope-bench-hta"))
     a = ap.parse_args(argv)
-    if a.repeat < 1:
-        ap.error("--repeat must be >= 1")
+    if a.repeat < 1 or a.memory_runs < 1:
+        ap.error("--repeat and --memory-runs must be >= 1")
     for p in (MTIA, NCCL):
         if not p.exists():
             sys.exit(f"{p}: no such file (set GPUSCOPE_SHARED)")
@@ -455,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     warm_up(hta_py, env)
     whole = []
     for n in names:
-        whole.append((n, paths[n], whole_process(paths[n], hta_py, a.repeat, env)))
+        runs = whole_process(paths[n], hta_py, a.repeat, env, memory_runs=a.memory_runs)
+        whole.append((n, paths[n], runs))
     if a.huge:
         huge = trace_path("2gb", a.work)
         limit = int(a.hta_limit_gb * 2**30)
