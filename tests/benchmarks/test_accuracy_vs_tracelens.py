@@ -3,9 +3,7 @@ or explained by a checked definitional difference, and docs/accuracy.md generate
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,18 +11,13 @@ from typing import Any
 import pandas as pd
 
 from tests.support.env import REPO, shared_path
+from tests.support.scripts import load_script
 
 SCRIPT = REPO / "benchmarks" / "accuracy_vs_tracelens.py"
 
 
-@cache
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("accuracy_vs_tracelens", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses resolve their annotations there
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 @cache

@@ -4,26 +4,14 @@ the peak reported and each of which is printed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tests.support.env import REPO
+from tests.support.scripts import load_script
 
 SCRIPT = REPO / "benchmarks" / "bench_vs_hta.py"
-
-
-@cache
-def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_vs_hta", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _fake_runs(peaks: dict[str, list[int]]) -> tuple[list[tuple[str, bool]], Any]:
@@ -46,7 +34,7 @@ def _fake_runs(peaks: dict[str, list[int]]) -> tuple[list[tuple[str, bool]], Any
 def test_the_peak_is_the_median_of_the_sampled_runs_each_printed(
     monkeypatch, tmp_path, capsys
 ) -> None:
-    bench = _script()
+    bench = load_script(SCRIPT)
     calls, fake = _fake_runs(
         {"gpuscope": [700 << 10, 640 << 10, 650 << 10], "hta": [1820 << 10, 1800 << 10, 1790 << 10]}
     )

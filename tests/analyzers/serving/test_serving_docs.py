@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.support.scripts import load_script
 from tests.support.serving_data import tracelens_root
 
 REPO = Path(__file__).resolve().parents[3]
@@ -16,13 +16,7 @@ DOC = REPO / "docs" / "inference.md"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "serving_docs_tables", REPO / "benchmarks" / "serving_docs_tables.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "serving_docs_tables.py")
 
 
 def test_every_generated_block_of_the_page_is_up_to_date():

@@ -13,6 +13,7 @@ from typing import Any
 from collectors.kineto import read_kineto
 from tests.support.env import SAMPLES, require_service
 from tests.support.raw_kineto import document
+from tests.support.scripts import load_script
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
 
@@ -22,12 +23,7 @@ def _has_torch() -> bool:
 
 
 def _capture_module() -> Any:
-    script = SAMPLES / "capture_torch_cpu.py"
-    spec = importlib.util.spec_from_file_location("capture_torch_cpu", script)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SAMPLES / "capture_torch_cpu.py")
 
 
 def _load(path: Path) -> dict[str, Any]:
