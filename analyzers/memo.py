@@ -68,7 +68,8 @@ class TraceMemo(Generic[T]):
 
 def forget(trace: Trace) -> None:
     """Drop every value memoised for *trace* (each is computed again if asked for): for a
-    process done with its analyses of a Trace it still holds."""
+    process done with its analyses of a Trace it still holds.  Seeded values go too, so never
+    for a stand-in Trace (:meth:`TraceMemo.seed`), whose tables could not compute them."""
     with _lock:
         slot = _slots.get(id(trace))
         if slot is not None:
