@@ -145,9 +145,9 @@ def build_app(lazy: bool = True) -> typer.Typer:
     @app.command("version")
     def version() -> None:
         """Print gpuscope's version."""
-        from importlib.metadata import version as _v
+        from collectors.version import VERSION
 
-        typer.echo(f"gpuscope {_v('gpuscope')}")
+        typer.echo(f"gpuscope {VERSION}")
 
     if not lazy:
         for mod in COMMAND_MODULES:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from typing import Any
 
+from collectors.version import VERSION
+
 
 def _int_env(*names: str) -> int | None:
     for n in names:
@@ -70,13 +72,7 @@ def hostname() -> str:
 
 def versions() -> dict[str, str | None]:
     """Python, gpuscope, and — if the program imported torch — torch, CUDA, cuDNN, NCCL."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    try:
-        from importlib.metadata import version
-
-        out["gpuscope"] = version("gpuscope")
-    except Exception:
-        out["gpuscope"] = None
+    out: dict[str, str | None] = {"python": platform.python_version(), "gpuscope": VERSION}
     torch = sys.modules.get("torch")
     out.update({"torch": None, "cuda": None, "cudnn": None, "nccl": None})
     if torch is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from collectors.version import VERSION
+
 if TYPE_CHECKING:
     from analyzers.compare import Comparison, SideInfo
     from analyzers.compare_match import Entry, ViewDiff
@@ -99,14 +101,12 @@ def _dist(d: StepDistribution) -> dict[str, Any]:
 
 def comparison_to_dict(cmp: Comparison, by: str = "kernel") -> dict[str, Any]:
     """The JSON document of a comparison (docs/compare.md "JSON")."""
-    from reports.summary import tool_version
-
     base = cmp.base.total_ns
     t = cmp.step_test
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "gpuscope", "version": tool_version()},
+        "tool": {"name": "gpuscope", "version": VERSION},
         "by": by,
         "mode": cmp.mode,
         "definition": MODE_TEXT[cmp.mode],

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -107,7 +106,7 @@ def _temp_beside(target: Path) -> tuple[int, Path]:
     """A new, exclusively created temporary file in *target*'s directory (mode 0666 less the
     umask, as any new file; the target's mode when it exists)."""
     for _ in range(_TEMP_ATTEMPTS):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:

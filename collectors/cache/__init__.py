@@ -67,7 +67,6 @@ if TYPE_CHECKING:
         file_digest,
         library_versions,
         source_fingerprint,
-        tool_version,
         versions,
     )
     from collectors.cache.readers import LoadOutcome, read_kineto_cached, read_nsys_cached
@@ -97,7 +96,6 @@ _WHERE = {
     "file_digest": "hashing",
     "library_versions": "hashing",
     "source_fingerprint": "hashing",
-    "tool_version": "hashing",
     "versions": "hashing",
     "read_kineto_cached": "readers",
     "read_nsys_cached": "readers",
@@ -138,7 +136,6 @@ __all__ = [
     "source_fingerprint",
     "table_from_arrow",
     "table_to_arrow",
-    "tool_version",
     "versions",
 ]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors import model
+from collectors.version import VERSION
 
 CACHE_FORMAT = 2
 """Bumped whenever the layout of entries changes (2: every manifest carries a checksum of its
@@ -100,24 +101,13 @@ def library_versions() -> dict[str, str]:
     return {"pandas": pd.__version__, "numpy": np.__version__, "pyarrow": pa.__version__}
 
 
-@functools.cache
-def tool_version() -> str:
-    """gpuscope's installed version (``0+unknown`` from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("gpuscope")
-    except PackageNotFoundError:  # pragma: no cover - bare checkout
-        return "0+unknown"
-
-
 def versions() -> dict[str, Any]:
     """What an entry must have been written by to be used (read at each call: tests patch
     ``MODEL_VERSION``)."""
     return {
         "cache_format": CACHE_FORMAT,
         "model_version": model.MODEL_VERSION,
-        "tool_version": tool_version(),
+        "tool_version": VERSION,
         "code": code_fingerprint(),
         "libraries": library_versions(),
     }

@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from reports.summary.assemble import SCHEMA_VERSION, build_summary, tool_version, write_summary
+from reports.summary.assemble import SCHEMA_VERSION, build_summary, write_summary
 
-__all__ = ["SCHEMA_VERSION", "build_summary", "tool_version", "write_summary"]
+__all__ = ["SCHEMA_VERSION", "build_summary", "write_summary"]

@@ -15,26 +15,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from analyzers.inputs import AnalysisInputs
 from analyzers.options import AnalysisOptions
 from collectors.model import Trace
+from collectors.version import VERSION
 from reports.output import write_atomic
 from reports.summary.many_ranks import RankDigest, rank_digest, run_sections
 from reports.summary.registry import ALWAYS_WRITTEN, LEADING_RUN_SECTIONS, RANK_SECTIONS
 
 SCHEMA_VERSION = 1
-
-
-def tool_version() -> str:
-    """gpuscope's installed version (``0+unknown`` when run from a bare checkout)."""
-    try:
-        return version("gpuscope")
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout without install
-        return "0+unknown"
 
 
 def rank_entry(trace: Trace, options: AnalysisOptions, inputs: AnalysisInputs) -> dict[str, Any]:
@@ -61,7 +53,7 @@ def summary_document(
     without reducer)."""
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "gpuscope", "version": tool_version()},
+        "tool": {"name": "gpuscope", "version": VERSION},
         "sources": sorted({d.meta.source_path for d in digests if d.meta.source_path}),
     }
     runs = run_sections(digests, options, inputs, whole, notes)
