@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzers.critical_path import rank_graph as rg
+from analyzers.critical_path import replay as replay_module
 from analyzers.critical_path import waits
 from analyzers.critical_path.blame import Segment, step_paths
 from analyzers.critical_path.paths import (
@@ -236,6 +237,20 @@ def _loop_replay(n, src, dst, delay, anchor):
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(dags)
 def test_replay_and_forward_order_on_random_dags(dag) -> None:
+    _check_replay(dag)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(dags)
+def test_replay_gathering_in_blocks_of_three_equals_the_loop(dag) -> None:
+    """The replay's gathers go block by block (``replay.BLOCK`` entries, 65,536 in use): with
+    blocks of three, every graph here has block edges inside its chains."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay_module, "BLOCK", 3)
+        _check_replay(dag)
+
+
+def _check_replay(dag) -> None:
     n, pairs, gaps, ds = dag
     edges = [(min(u, v), max(u, v)) for u, v in pairs if u != v]  # acyclic: low → high
     src = np.array([u for u, _ in edges], np.int64)
@@ -273,6 +288,18 @@ def test_chain_roots_equal_the_walk_down_every_chain(forest) -> None:
     """Runs + pointer jumping over runs give each chain node's root and Σ of steps from it,
     whatever the order the runs are cut along, as the walk in topological order does (steps
     near the int64 range: the cumulative sums wrap, their differences stay exact)."""
+    _check_chain_roots(forest)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(forests)
+def test_chain_roots_gathering_in_blocks_of_three_equal_the_walk(forest) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay_module, "BLOCK", 3)
+        _check_chain_roots(forest)
+
+
+def _check_chain_roots(forest) -> None:
     perm, picks, steps = forest
     n = len(perm)
     topo = np.asarray(perm, np.int64)  # node topo[i] is the i-th in topological order
