@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analyzers.memo import memoised
 from analyzers.op_models.calls import call_parents, gpu_launch_calls, host_threads
 from collectors.linking import innermost_range
 from collectors.model import GPU_WORK_KINDS, names_matching
@@ -157,12 +156,17 @@ def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataF
     """One row per GPU work row of *trace* (:data:`GPU_WORK_KINDS`), columns
     :data:`KERNEL_OP_COLUMNS`, in ``gpu`` order (module docstring for ``via``).
 
-    The rows without graph attribution are computed once per Trace (the critical path, the
-    serving analysis and compare all ask; :mod:`analyzers.memo`); each call returns its own
-    shallow copy, so a caller adding a column changes only its copy."""
-    plain = _plain_kernel_ops(trace)
+    Not memoised: the table is as long as the GPU work (225 MiB with its categories on the 2 GB
+    generated trace), each command asks for it once per Trace (the serving analysis, or
+    compare), and a memo would keep it for the rest of the analysis."""
+    return _patched(_plain_kernel_ops(trace), graphs)
+
+
+def _patched(plain: pd.DataFrame, graphs: GraphAttribution | None) -> pd.DataFrame:
+    """*plain* (:func:`_plain_kernel_ops`) with graph attribution's ops: a new table where
+    *graphs* gives some row an op, else *plain* itself."""
     if not _patches(graphs):
-        return plain.copy(deep=False)
+        return plain
     assert graphs is not None
     k = graphs.kernels
     k = k[k["op_row"].to_numpy() >= 0]
@@ -189,16 +193,16 @@ def kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataF
 
 def categorized_kernel_ops(trace: Trace, graphs: GraphAttribution | None = None) -> pd.DataFrame:
     """:func:`kernel_ops` with a ``category`` column
-    (:func:`analyzers.serving.categories.categorize`); without graph attribution both are
-    computed once per Trace and each call returns its own shallow copy."""
-    plain = _plain_categorized(trace)
+    (:func:`analyzers.serving.categories.categorize`; not memoised, as :func:`kernel_ops`)."""
+    plain_ops = _plain_kernel_ops(trace)
+    plain = _categorized(trace, plain_ops.copy(deep=False))
     if not _patches(graphs):
-        return plain.copy(deep=False)
+        return plain
     from analyzers.serving.categories import kernel_category
 
     # a row's category depends on its own name, op and kind only: the rows given a capture
-    # op are categorised again, the others keep the memoised categories
-    kops = kernel_ops(trace, graphs)
+    # op are categorised again, the others keep the categories of the plain rows
+    kops = _patched(plain_ops, graphs)
     cats = plain["category"].to_numpy(dtype=object).copy()
     at = np.flatnonzero(kops["via"].to_numpy() == "capture")
     cats[at] = kernel_category(
@@ -213,14 +217,12 @@ def _patches(graphs: GraphAttribution | None) -> bool:
     return graphs is not None and bool((graphs.kernels["op_row"].to_numpy() >= 0).any())
 
 
-@memoised
-def _plain_categorized(trace: Trace) -> pd.DataFrame:
-    """:func:`categorized_kernel_ops` without graph attribution (computed once per Trace): the
-    categories of the kernel names, ops and kinds from the trace's own columns' codes, each
-    distinct value matched once."""
+def _categorized(trace: Trace, kops: pd.DataFrame) -> pd.DataFrame:
+    """*kops* (:func:`kernel_ops` without graph attribution) given its ``category`` column:
+    the categories of the kernel names, ops and kinds from the trace's own columns' codes,
+    each distinct value matched once."""
     from analyzers.serving.categories import CATEGORIES, category_positions
 
-    kops = kernel_ops(trace)
     rows, op_row = kops["gpu_row"].to_numpy(), kops["op_row"].to_numpy()
     g, h = trace.gpu, trace.host
     host_codes, op_values = _codes(h["name"])
@@ -247,10 +249,8 @@ def _taken_codes(col: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, list[obj
     return codes[rows], values
 
 
-@memoised
 def _plain_kernel_ops(trace: Trace) -> pd.DataFrame:
-    """:func:`kernel_ops` without graph attribution (computed once per Trace; never changed:
-    :func:`kernel_ops` hands out copies)."""
+    """:func:`kernel_ops` without graph attribution."""
     g = trace.gpu
     work = np.flatnonzero(np.asarray(g["kind"].isin(GPU_WORK_KINDS), dtype=bool))
     h = trace.host

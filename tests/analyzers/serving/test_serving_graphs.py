@@ -309,15 +309,17 @@ def test_the_launch_kernel_column_of_the_model_gives_the_capture_kernel_names():
     assert set(attribute_graphs(ex, [blank]).launches["match"]) == {"count-mismatch"}
 
 
-def test_kernel_ops_are_computed_once_per_trace_and_each_caller_gets_its_own_copy():
+def test_kernel_ops_are_not_kept_and_each_caller_gets_its_own_table():
+    from analyzers import memo
     from analyzers.serving.categories import categorize
-    from analyzers.serving.ops import _plain_kernel_ops, categorized_kernel_ops
+    from analyzers.serving.ops import categorized_kernel_ops
 
     cap, _ = _capture()
     ex = _execution(G1)
     res = attribute_graphs(ex, [cap])
     plain = kernel_ops(ex)
-    assert _plain_kernel_ops.cached(ex)
+    kept = memo._slots.get(id(ex), {}).values()  # as long as the GPU work: not memoised
+    assert not any(isinstance(v, pd.DataFrame) and "via" in v for v in kept)
     before = plain.copy()
     attributed = categorized_kernel_ops(ex, res)  # patches its own columns only
     assert attributed["via"].tolist().count("capture") == 7
