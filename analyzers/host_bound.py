@@ -46,14 +46,13 @@ from analyzers.idle import (
     gap_arrays,
     gpu_idle_gaps,
     host_cache,
-    host_threads,
     launching_threads,
     thread_rows,
 )
 from analyzers.options import AnalysisOptions
 from analyzers.steps import STEP_COLUMNS, step_breakdown, step_events
 from analyzers.temporal import overlap
-from analyzers.window import window_rows
+from analyzers.window import host_threads, window_rows
 from collectors.arrays import sorted_unique
 from collectors.linking import group_codes
 from collectors.model import LAUNCH_CATS, Trace, names_matching

@@ -42,6 +42,7 @@ from analyzers.window import (
     gpu_host_link,
     gpu_launch_rows,
     host_by_correlation,
+    host_threads,
     value_bits,
     value_mask,
     window_rows,
@@ -180,22 +181,6 @@ def unlaunched_note(trace: Trace, rows: np.ndarray) -> str | None:
 
 
 # --------------------------------------------------------------------------- host threads
-
-
-@TraceMemo
-def host_threads(trace: Trace) -> np.ndarray:
-    """A dense code per ``trace.host`` row of its (pid, tid) thread (do not modify)."""
-    h = trace.host
-    if not len(h):
-        return np.zeros(0, dtype=np.int64)
-    pid, tid = h["pid"].to_numpy(), h["tid"].to_numpy()
-    p0, t0 = int(pid.min()), int(tid.min())
-    span = int(tid.max()) - t0 + 1
-    if (int(pid.max()) - p0 + 1) * span < 2**62:  # one key per (pid, tid) fits in int64
-        return pd.factorize((pid - p0) * span + (tid - t0))[0].astype(np.int64)
-    cp, _ = pd.factorize(pid)
-    ct, ut = pd.factorize(tid)
-    return dense_codes(cp.astype(np.int64) * max(len(ut), 1) + ct)
 
 
 def launching_threads(trace: Trace, rows: np.ndarray) -> np.ndarray | None:

@@ -45,7 +45,7 @@ import numpy as np
 from analyzers.classify import KERNEL_TYPES, MEMORY, MEMORY_KINDS, classify_name, rules
 from analyzers.memo import TraceMemo
 from analyzers.options import AnalysisOptions
-from collectors.arrays import sorted_unique
+from collectors.arrays import dense_codes, sorted_unique
 from collectors.model import LAUNCH_CATS
 
 if TYPE_CHECKING:
@@ -280,6 +280,30 @@ def gpu_events(trace: Trace, options: AnalysisOptions | None = None) -> pd.DataF
         return trace.gpu.take(window_rows(trace, opts))
 
     return memoized(trace, opts, "gpu_events", select).copy(deep=False)
+
+
+@TraceMemo
+def host_threads(trace: Trace) -> np.ndarray:
+    """A dense code per ``trace.host`` row of its ``(pid, tid)`` thread, in order of first
+    appearance: two rows have the same code exactly when their ``pid`` and ``tid`` are equal;
+    once per Trace (read-only)."""
+    import pandas as pd  # the module is imported without pandas (type hints only)
+
+    h = trace.host
+    if not len(h):
+        codes = np.zeros(0, dtype=np.int64)
+    else:
+        pid, tid = h["pid"].to_numpy(), h["tid"].to_numpy()
+        p0, t0 = int(pid.min()), int(tid.min())
+        span = int(tid.max()) - t0 + 1
+        if (int(pid.max()) - p0 + 1) * span < 2**62:  # one key per (pid, tid) fits in int64
+            codes = pd.factorize((pid - p0) * span + (tid - t0))[0].astype(np.int64)
+        else:
+            cp, _ = pd.factorize(pid)
+            ct, ut = pd.factorize(tid)
+            codes = dense_codes(cp.astype(np.int64) * max(len(ut), 1) + ct)
+    codes.flags.writeable = False
+    return codes
 
 
 @TraceMemo

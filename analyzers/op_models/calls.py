@@ -1,7 +1,6 @@
 """The host call stack around launched GPU work, computed once per Trace (:mod:`analyzers.memo`)
 and shared by the roofline's op attribution and the serving rows (read-only arrays).
 
-* :func:`host_threads` — a code per host row for its ``(pid, tid)`` thread;
 * :func:`cpu_op_parents` — each ``cpu_op`` row's innermost enclosing ``cpu_op``;
 * :func:`gpu_launch_calls` — each GPU row's launching call (same correlation id; the window's
   memoised index);
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers.memo import memoised
-from analyzers.window import gpu_launch_rows
+from analyzers.window import gpu_launch_rows, host_threads
 from collectors.arrays import sorted_unique
 from collectors.linking import enclosing_parents, innermost_range
 from collectors.model import Trace
@@ -31,16 +30,6 @@ def cpu_op_rows(host: pd.DataFrame) -> np.ndarray:
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
-
-
-@memoised
-def host_threads(trace: Trace) -> np.ndarray:
-    """Per host row, a code of its thread: two rows have the same code exactly when their
-    ``pid`` and ``tid`` are equal (the key the call-stack look-ups group by)."""
-    h = trace.host
-    pid, _ = pd.factorize(h["pid"].to_numpy())
-    tid, tids = pd.factorize(h["tid"].to_numpy())
-    return _read_only(np.asarray(pid, np.int64) * max(len(tids), 1) + np.asarray(tid, np.int64))
 
 
 @memoised
@@ -108,4 +97,4 @@ def _holding(
     return ops[np.searchsorted(at, base + end[ops], side="left") > first]
 
 
-__all__ = ["call_parents", "cpu_op_parents", "cpu_op_rows", "gpu_launch_calls", "host_threads"]
+__all__ = ["call_parents", "cpu_op_parents", "cpu_op_rows", "gpu_launch_calls"]

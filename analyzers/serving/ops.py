@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analyzers.op_models.calls import call_parents, gpu_launch_calls, host_threads
+from analyzers.op_models.calls import call_parents, gpu_launch_calls
+from analyzers.window import host_threads
 from collectors.linking import innermost_range
 from collectors.model import GPU_WORK_KINDS, names_matching
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzers.options import AnalysisOptions
-from analyzers.window import gpu_events, window
+from analyzers.window import gpu_events, host_threads, window
 from collectors.model import Trace, TraceMeta, make_trace
 
 
@@ -243,3 +244,30 @@ def test_kept_rows_are_those_of_the_isin_rule(
     want = (g_kernel & np.isin(g["correlation"], kept)) | (g_cpu & (g["start_ns"] < cutoff))
     want &= g["stream"] != -1
     assert gpu_events(trace).index.tolist() == np.flatnonzero(want.to_numpy()).tolist()
+
+
+@pytest.mark.parametrize(
+    "threads",
+    [
+        [(7, 1), (7, 2), (7, 1), (9, 1), (9, 2), (7, 2)],
+        [(-5, 2**62), (2**62, -(2**62)), (-5, 2**62), (3, 3)],  # keys beyond int64: other path
+        [],
+    ],
+)
+def test_host_threads_are_dense_codes_of_pid_and_tid_in_order_of_appearance(threads) -> None:
+    trace = make_trace(
+        TraceMeta(rank=0, source_format="synthetic"),
+        host={
+            "name": ["op"] * len(threads),
+            "cat": ["cpu_op"] * len(threads),
+            "start_ns": list(range(len(threads))),
+            "end_ns": list(range(1, len(threads) + 1)),
+            "pid": [p for p, _ in threads],
+            "tid": [t for _, t in threads],
+        },
+    )
+    first_seen: dict[tuple[int, int], int] = {}
+    want = [first_seen.setdefault(t, len(first_seen)) for t in threads]
+    codes = host_threads(trace)
+    assert codes.tolist() == want and codes.dtype == np.int64
+    assert not codes.flags.writeable and host_threads(trace) is codes  # one per Trace
