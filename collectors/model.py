@@ -81,7 +81,7 @@ from collectors.kinds import GPU_KINDS as GPU_KINDS
 from collectors.kinds import GPU_WORK_KINDS as GPU_WORK_KINDS
 from collectors.kinds import LAUNCH_CATS as LAUNCH_CATS
 
-MODEL_VERSION = 3
+MODEL_VERSION = 4
 """Bumped whenever a column is added, removed or changes meaning (keys the parse cache)."""
 
 GPU_INT_COLUMNS = (
@@ -255,10 +255,15 @@ def _frame(
     columns: dict[str, Any], order: tuple[str, ...], n: int, *, owned: bool = False
 ) -> pd.DataFrame:
     """The table of *columns*; *owned*: the arrays are the frame's own (no copy, one block per
-    column), else copied into consolidated blocks."""
+    column), else copied into consolidated blocks.  An object column stays ``object``, as the
+    model defines it (pandas ≥ 3 would otherwise store a column of strings and None as its
+    ``str`` dtype: a copy of every string, on the MTIA trace about 0.02 s of the command, and
+    NaN for None)."""
     data = {}
     for col in order:
         v = columns.get(col)
+        if isinstance(v, np.ndarray) and v.dtype == object:
+            v = pd.Series(v, index=pd.RangeIndex(n), dtype=object, copy=False)
         data[col] = v
     return pd.DataFrame(data, index=pd.RangeIndex(n), copy=not owned)
 

@@ -14,17 +14,16 @@ Both tables carry, in ``DataFrame.attrs["gpu_time_ns"]``, the trace's GPU work t
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-import msgspec
 import numpy as np
 import pandas as pd
 
 from analyzers.memo import memoised
+from analyzers.op_models.arg_columns import arg_codes, inferred, names_at, texts_at
 from analyzers.op_models.args import OpCost
 from analyzers.op_models.calls import (
     call_parents,
@@ -137,7 +136,7 @@ def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
     rows = ops[has_model[codes[ops]]]
     if not len(rows):
         return {}
-    coded = [_arg_codes(host, c, rows) for c in ARG_COLUMNS]
+    coded = [arg_codes(host, c, rows) for c in ARG_COLUMNS]
     if all(c is not None for c in coded):
         # one model call per distinct (op, arguments): the rows' codes as one key
         digits = [codes[rows], *(c[0] for c in coded if c is not None)]
@@ -167,25 +166,6 @@ def modelled_costs(host: pd.DataFrame, ops: np.ndarray) -> dict[int, OpCost]:
         if c is not None:
             costs[i] = c
     return costs
-
-
-def _arg_codes(
-    host: pd.DataFrame, column: str, rows: np.ndarray
-) -> tuple[np.ndarray, list[Any]] | None:
-    """``(codes, values)`` of *column* at *rows*, ``values[code]`` being what the column's
-    ``to_numpy()`` holds there (NaN for a missing string, None for an absent column or a
-    column of None); None for any other column (then the rows are keyed one by one)."""
-    if column not in host:
-        return np.zeros(len(rows), dtype=np.int64), [None]
-    col = host[column].take(rows)
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is np.nan:
-        codes, uniques = pd.factorize(col)
-        codes = np.asarray(codes, np.int64)
-        return np.where(codes < 0, len(uniques), codes), [*uniques, np.nan]
-    values = col.to_numpy()
-    if values.dtype == object and _all_none(values):
-        return np.zeros(len(rows), dtype=np.int64), [None]
-    return None
 
 
 _SEEN: dict[tuple[Any, ...], OpCost | None] = {}
@@ -296,15 +276,15 @@ def op_costs(trace: Trace) -> pd.DataFrame:
 
     def field(name: str) -> Any:
         values = np.array([getattr(c, name) for c in distinct], dtype=object)
-        return _inferred(values[which].tolist())
+        return inferred(values[which].tolist())
 
     out = pd.DataFrame(
         {
             "host_row": owners.astype(np.int64),
-            "op": _names_at(host["name"], owners),
-            **{c: _texts_at(host, c, owners) for c in _SHAPE_COLUMNS[1:4]},
+            "op": names_at(host["name"], owners),
+            **{c: texts_at(host, c, owners) for c in _SHAPE_COLUMNS[1:4]},
             "kind": field("kind"),
-            "precision": _inferred(precision.tolist()),
+            "precision": inferred(precision.tolist()),
             "exact": field("exact"),
             "note": field("note"),
             "flops": field("flops"),
@@ -319,78 +299,8 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     return out
 
 
-def _inferred(values: list[Any]) -> Any:
-    """The column ``pd.DataFrame`` infers from the list *values*, built without a Python
-    object per row where it can: all strings → pandas' string column, from one pyarrow string
-    per distinct value; all ints within int64 or all bools → their numpy array; anything else
-    → the list itself."""
-    if not values:
-        return values
-    kind = type(values[0])
-    if kind is str:
-        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-        if (codes >= 0).all() and all(type(u) is str for u in uniques):
-            return pd.Series(pd.Categorical.from_codes(codes, pd.Index(uniques))).astype("str")
-    elif (kind is int or kind is bool) and all(type(v) is kind for v in values):
-        arr = np.asarray(values)
-        if arr.dtype == (np.int64 if kind is int else np.bool_):
-            return arr
-    return values
-
-
 _MATMUL = ("gemm", "conv", "attention")
 """Op kinds whose fp32 calls run at the TF32 peak when their kernels are TF32 kernels."""
-
-
-def _names_at(col: pd.Series, rows: np.ndarray) -> Any:
-    """The column pandas infers from ``col.take(rows).tolist()``: for a categorical of
-    strings, taken as pandas' string column without a Python object per row."""
-    if isinstance(col.dtype, pd.CategoricalDtype) and isinstance(
-        col.cat.categories.dtype, pd.StringDtype
-    ):
-        return col.take(rows).astype("str").reset_index(drop=True)
-    return _inferred(col.take(rows).tolist())
-
-
-def _all_none(values: np.ndarray) -> bool:
-    """Every value of an object array is None (not NaN, not a string)."""
-    return bool((values == np.full(1, None, dtype=object)).all())
-
-
-def _texts_at(host: pd.DataFrame, column: str, rows: np.ndarray) -> Any:
-    """The column pandas infers from :func:`_texts`: for a pyarrow string column, the values
-    taken with "" for a missing one (what :func:`_text` gives) without a Python object per
-    row."""
-    if column in host:
-        col = host[column]
-        if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is np.nan:
-            return col.take(rows).fillna("").reset_index(drop=True)
-        if col.dtype == object and _all_none(col.take(rows).to_numpy()):
-            return [""] * len(rows)  # None (not recorded): "" each
-    return _inferred(_texts(host, column, rows))
-
-
-def _texts(host: pd.DataFrame, column: str, rows: np.ndarray) -> list[str]:
-    """:func:`_text` of *column*'s value at each of *rows* ("" when the table lacks it), once
-    per distinct value."""
-    if column not in host:
-        return [""] * len(rows)
-    values = host[column].take(rows)
-    if not isinstance(values.dtype, pd.StringDtype):  # objects (lists, numbers): one by one
-        return [_text(v) for v in values.tolist()]
-    codes, uniques = pd.factorize(values)
-    text = [_text(v) for v in list(uniques)] + [""]
-    return [text[i] for i in codes.tolist()]
-
-
-def _text(v: Any) -> str:
-    if type(v) is str:
-        return v
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    if isinstance(v, (str, bytes)):
-        return v.decode() if isinstance(v, bytes) else v
-    return msgspec.json.encode(v).decode()
 
 
 OP_GROUP_KEYS = ("op", "input_dims", "input_types", "concrete_inputs", "precision")

@@ -4,8 +4,9 @@ the serving rows; per-owner columns as arrays) equal the sweep over every launch
 per-owner row loop they replaced, exactly (values and dtypes), on hand-built traces (external
 ids, a launch directly under a ProfilerStep, TF32 kernels, a copy from host memory) and on
 the shared traces with input shapes.  The serving rows' ops equal the innermost non-step op at
-each launching call; the op models keyed by codes (one call per distinct op and arguments)
-equal the call on each row's own arguments."""
+each launching call; the op models keyed by codes (one call per distinct op and arguments,
+also on the model's object columns of str and None) equal the call on each row's own
+arguments, and the owners' argument texts equal the texts taken one by one."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ import pandas as pd
 import pytest
 
 from analyzers.op_models import model_op, op_costs
+from analyzers.op_models.arg_columns import arg_codes, inferred, text, texts, texts_at
 from analyzers.op_models.attribution import (
     ARG_COLUMNS,
     GPU_TIME,
     OP_COST_COLUMNS,
     TF32_KERNEL,
-    _text,
     gpu_work_time_ns,
     modelled_costs,
     modelled_op_costs,
@@ -118,9 +119,9 @@ def _sweep_costs(trace: Trace) -> pd.DataFrame:
         prec = c.precision
         if prec == "fp32" and c.kind in ("gemm", "conv", "attention") and i in tf32_owners:
             prec = "tf32_tensor"
-        texts = (_text(dims[j]), _text(types[j]), _text(concrete[j]))
+        args = (text(dims[j]), text(types[j]), text(concrete[j]))
         work = (c.flops, c.bytes, int(k), int(t), i in host_owners)
-        rows.append((i, column("name")[j], *texts, c.kind, prec, c.exact, c.note, *work))
+        rows.append((i, column("name")[j], *args, c.kind, prec, c.exact, c.note, *work))
     out = pd.DataFrame(rows, columns=cols)
     out = out.sort_values("host_row", kind="stable").reset_index(drop=True)
     out.attrs[GPU_TIME] = gpu_work_time_ns(trace)
@@ -326,3 +327,58 @@ def test_launches_outside_every_op() -> None:
     t = _trace(host, gpu)
     assert _check(t).empty
     assert kernel_ops(t)["via"].tolist() == ["no-op", "no-op"]
+
+
+OBJECT_ARGS = {
+    "strings and None": (["[[1]]", None, "[[2]]", "[[1]]"], True),
+    "None only": ([None, None], True),
+    "an empty string and None": (["", None, "x"], True),
+    "a NaN among strings": (["[[1]]", float("nan")], False),
+    "a list among strings": (["[[1]]", [[1]]], False),
+    "a number among strings": (["[[1]]", 1], False),
+}
+
+
+@pytest.mark.parametrize(("values", "coded"), OBJECT_ARGS.values(), ids=OBJECT_ARGS.keys())
+def test_argument_codes_of_the_models_object_columns(values: list, coded: bool) -> None:
+    host = pd.DataFrame({"input_dims": pd.Series(values, dtype=object)})
+    rows = np.arange(len(values))
+    got = arg_codes(host, "input_dims", rows)
+    if not coded:  # anything but str and None: keyed row by row
+        assert got is None
+        return
+    assert got is not None
+    codes, distinct = got
+    assert [distinct[c] for c in codes.tolist()] == values  # None stays None, not NaN
+
+
+@pytest.mark.parametrize(
+    "col",
+    [
+        pd.Series(["[[1]]", None, "", "[[2]]", None], dtype=object),
+        pd.Series(["[[1]]", None, "[[2]]"], dtype=object),
+        pd.Series([None, None], dtype=object),
+        pd.Series(["[[1]]", None], dtype="str"),
+        pd.Series(["[[1]]", [[1]], None], dtype=object),
+    ],
+    ids=["object with an empty string", "object", "None only", "str dtype", "object with a list"],
+)
+def test_texts_at_rows_equal_the_texts_one_by_one(col: pd.Series) -> None:
+    host = pd.DataFrame({"input_dims": col})
+    rows = np.arange(len(col))[::-1].copy()
+    got = texts_at(host, "input_dims", rows)
+    want = inferred(texts(host, "input_dims", rows))
+    if isinstance(want, list):
+        assert got == want
+    else:  # the values and dtype a frame's column gets (its name is the frame's)
+        pd.testing.assert_series_equal(pd.Series(got), pd.Series(want), check_names=False)
+
+
+def test_modelled_costs_of_an_object_column_of_strings_and_none() -> None:
+    host = _hand().host.copy()
+    for c in ("input_dims", "input_types", "concrete_inputs"):
+        host[c] = pd.Series(host[c].astype(object).where(host[c].notna(), None), dtype=object)
+    assert arg_codes(host, "input_dims", np.arange(len(host))) is not None
+    ops = cpu_op_rows(host)
+    got = modelled_costs(host, ops)
+    assert got and got == _row_by_row_costs(host, ops)
