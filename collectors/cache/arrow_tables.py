@@ -2,8 +2,10 @@
 
 int64/float64 columns are stored as is; categoricals as Arrow dictionaries with the pandas
 dtype of their categories recorded; object columns (``comm_args``, ``payload``,
-``input_dims``...) as strings, or as exact JSON text (:mod:`collectors.cache.exact_json`).  A
-value that cannot be stored exactly raises :class:`~collectors.cache.errors.UnencodableError`.
+``input_dims``...) of strings and None as Arrow dictionaries of their distinct strings (read
+back as one object array whose equal strings are one Python string, as the Kineto reader's
+are), of anything else as exact JSON text (:mod:`collectors.cache.exact_json`).  A value that
+cannot be stored exactly raises :class:`~collectors.cache.errors.UnencodableError`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def _object_column(values: np.ndarray) -> tuple[pa.Array, dict[str, Any]]:
     if kinds <= {type(None)}:
         return pa.nulls(len(values), pa.string()), {"kind": "none"}
     if kinds <= {str, type(None)}:
-        return pa.array(values, type=pa.string(), from_pandas=False), {"kind": "str"}
+        strings = pa.array(values, type=pa.string(), from_pandas=False)
+        return strings.dictionary_encode(), {"kind": "str"}
     enc = [None if v is None else dumps_exact(v) for v in values]
     return pa.array(enc, type=pa.string()), {"kind": "json"}
 
@@ -106,11 +109,27 @@ def _column_from_arrow(arr: pa.ChunkedArray, spec: dict[str, Any], n: int) -> An
     if kind == "none" or arr.null_count == n:
         out[:] = None
         return pd.Series(out, dtype=object, copy=False)
+    if kind == "str":
+        at = 0
+        for chunk in arr.chunks:  # a dictionary's distinct strings, taken by its indices
+            out[at : at + len(chunk)] = _strings(chunk)
+            at += len(chunk)
+        return pd.Series(out, dtype=object, copy=False)
     values = arr.to_pylist()
     if kind == "json":
         values = [None if v is None else loads_exact(v) for v in values]
     out[:] = values
     return pd.Series(out, dtype=object, copy=False)  # a Series: no str-dtype inference
+
+
+def _strings(chunk: pa.Array) -> np.ndarray | list[Any]:
+    """The strings and None of a ``str`` column's chunk: a dictionary's distinct strings taken
+    by its indices (one Python string per distinct value), a plain string array's values."""
+    if not pa.types.is_dictionary(chunk.type):
+        return chunk.to_pylist()
+    words = np.empty(len(chunk.dictionary) + 1, dtype=object)
+    words[:-1] = chunk.dictionary.to_pylist()  # the last entry: None, for a missing value
+    return words[chunk.indices.fill_null(len(words) - 1).to_numpy()]
 
 
 def table_from_arrow(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from analyzers.collectives import collectives_table
@@ -233,6 +234,27 @@ def test_object_column_of_strings_stays_object_and_str_column_stays_str() -> Non
     assert df["o"].dtype == np.dtype(object)
     batch, specs = table_to_arrow(df)
     assert_same_table(df, table_from_arrow(batch, specs), "mixed")
+
+
+def test_an_object_column_of_strings_is_stored_as_a_dictionary_and_read_back_shared() -> None:
+    words = ["[[2, 3]]", None, "[[4]]", "[[2, 3]]", None, "[[2, 3]]"]
+    df = pd.DataFrame({"o": pd.Series(np.array(words, dtype=object), dtype=object)})
+    batch, specs = table_to_arrow(df)
+    assert pa.types.is_dictionary(batch.column(0).type)
+    assert len(batch.column(0).dictionary) == 2
+    back = table_from_arrow(batch, specs)
+    assert_same_table(df, back, "dictionary")
+    values = back["o"].to_numpy()
+    assert values[1] is None and values[4] is None
+    assert values[0] is values[3] is values[5]  # one Python string per distinct value
+
+
+def test_an_object_column_of_plain_arrow_strings_is_still_read() -> None:
+    words = ["a", None, "b"]
+    plain = pa.Table.from_arrays([pa.array(words, type=pa.string())], names=["o"])
+    back = table_from_arrow(plain, {"o": {"kind": "str"}})
+    assert back["o"].dtype == np.dtype(object)
+    assert back["o"].tolist() == words
 
 
 # --------------------------------------------------------------------------------------------
