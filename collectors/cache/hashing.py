@@ -4,10 +4,13 @@ checksums of stored parts."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
+import pickle
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,41 @@ def json_checksum(doc: Any) -> str:
     """
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return str(sha256(text.encode()).hexdigest())
+
+
+def value_digest(value: Any) -> str:
+    """SHA-256 (hex) of *value* pickled in its :func:`canonical` form: the same in every
+    process for equal values (raises what pickling raises for an unpicklable one)."""
+    return hashlib.sha256(pickle.dumps(canonical(value), protocol=5)).hexdigest()
+
+
+def canonical(value: Any) -> Any:
+    """*value* with every set and frozenset replaced by its elements in a fixed order, through
+    dataclasses, mappings, lists and tuples (each tagged with its type); anything else as it
+    is.  A set's own order follows its elements' hashes, and a string's hash changes from one
+    process to the next (``PYTHONHASHSEED``), so a pickled set (the peak table's
+    ``unverified`` keys, say) differs between two runs of one command."""
+    if isinstance(value, (set, frozenset)):
+        items = [canonical(x) for x in value]
+        items.sort(key=lambda x: (type(x).__name__, repr(x)))
+        return ("set", _type_name(value), tuple(items))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (
+            "dataclass",
+            _type_name(value),
+            tuple((f.name, canonical(getattr(value, f.name))) for f in fields),
+        )
+    if isinstance(value, Mapping):
+        items = tuple((canonical(k), canonical(v)) for k, v in value.items())
+        return ("mapping", _type_name(value), items)
+    if isinstance(value, (list, tuple)):
+        return ("sequence", _type_name(value), tuple(canonical(x) for x in value))
+    return value
+
+
+def _type_name(value: Any) -> str:
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 def file_digest(path: Path) -> str:

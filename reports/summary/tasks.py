@@ -9,7 +9,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import pickle
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,8 +88,10 @@ def _result_key(
     file spelled another way, gets its own results, never those naming another path.  (The
     parse cache below is shared by copies: it re-spells the path itself.)
     """
+    from collectors.cache.hashing import value_digest
+
     try:
-        inputs_id = hashlib.sha256(pickle.dumps(inputs, protocol=5)).hexdigest()
+        inputs_id = value_digest(inputs)  # the same in every process (its sets in order)
     except Exception:  # unpicklable side inputs: no result caching
         return None
     ident = {
