@@ -1,20 +1,22 @@
 """The per-rank results area of the cache: what a caller derived from an input's Traces.
 
-For the summary engine (:mod:`reports.summary`) that is, per rank, the rank's JSON entry and
-the small parts of the run sections (a DataFrame part is stored as an Arrow table, any other
-value as exact JSON).  The caller keys the entries and passes in the versions they must carry
+For the summary engine (:mod:`reports.summary`) that is, per rank, the rank's JSON entry, the
+small parts of the run sections (a DataFrame part is stored as an Arrow table, any other value
+as exact JSON) and, for a rank analysed as its run's only one, the run sections of that run
+(exact JSON).  The caller keys the entries and passes in the versions they must carry
 (a fingerprint of the code that computed them): this module knows nothing of the analyses.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from collectors.cache.entries import EntryStore
-from collectors.cache.errors import CacheCorruptError
+from collectors.cache.errors import CacheCorruptError, UnencodableError
 from collectors.cache.exact_json import dumps_exact, loads_exact, meta_from_dict, meta_to_dict
 from collectors.model import TraceMeta
 
@@ -31,6 +33,9 @@ class RankResult:
     meta: TraceMeta
     parts: dict[str, Any] = field(default_factory=dict)
     """Named values: DataFrames (stored as tables) or exact-JSON values."""
+    alone: dict[str, Any] = field(default_factory=dict)
+    """Named JSON-ready values (stored as exact JSON; a value that cannot be is left out, for
+    the caller to compute again)."""
 
 
 class ResultStore(EntryStore):
@@ -70,7 +75,8 @@ class ResultStore(EntryStore):
                 if not isinstance(entry, dict) or not isinstance(rec["rank"], int):
                     raise CacheCorruptError("a rank's entry is not an object")
                 meta = meta_from_dict(loads_exact(rec["meta"]))
-                out.append(RankResult(rec["rank"], entry, meta, parts))
+                alone = {name: loads_exact(v) for name, v in rec.get("alone", {}).items()}
+                out.append(RankResult(rec["rank"], entry, meta, parts, alone))
             return out
         except CacheCorruptError:
             raise
@@ -98,12 +104,17 @@ class ResultStore(EntryStore):
                     parts[name] = {"table": tname}
                 else:
                     parts[name] = {"json": dumps_exact(value)}
+            alone: dict[str, str] = {}
+            for name, value in r.alone.items():
+                with contextlib.suppress(UnencodableError):  # left out: computed again
+                    alone[name] = dumps_exact(value)
             recs.append(
                 {
                     "rank": r.rank,
                     "entry": dumps_exact(r.entry),
                     "meta": dumps_exact(meta_to_dict(r.meta)),
                     "parts": parts,
+                    "alone": alone,
                 }
             )
         return self.write(key, self._versions(), {"ranks": recs}, tables)

@@ -42,8 +42,9 @@ class RankDigest:
     """Per run-section key, the rank's part of that section (its reducer's ``extract``)."""
     alone: dict[str, Any] = field(default_factory=dict)
     """Per run-section key with a :attr:`RunReducer.alone`, the section of a run of this rank
-    alone, computed beside the part when the caller knew the rank is the only one (not cached:
-    a cached part is combined as usual)."""
+    alone, computed beside the part when the caller knew the rank is the only one (cached with
+    the part: :func:`run_sections` takes it only for a run of this one rank, else it combines
+    the parts)."""
     early: dict[str, tuple[tuple[tuple[int, str | None], ...], Any]] = field(default_factory=dict)
     """Per run-section key with a :attr:`RunReducer.early`, ``(ranks, value)``: the section
     combined, beside this rank's part, with the parts of the digests analysed before it, for

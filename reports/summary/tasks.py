@@ -107,11 +107,14 @@ def _result_key(
 def _to_cache(entries: list[dict[str, Any]], digests: list[RankDigest]) -> list[RankResult]:
     from collectors.cache.results import RankResult
 
-    return [RankResult(d.rank, e, d.meta, d.parts) for e, d in zip(entries, digests, strict=True)]
+    return [
+        RankResult(d.rank, e, d.meta, d.parts, d.alone)
+        for e, d in zip(entries, digests, strict=True)
+    ]
 
 
 def _from_cache(ranks: list[RankResult]) -> tuple[list[dict[str, Any]], list[RankDigest]]:
-    return [r.entry for r in ranks], [RankDigest(r.rank, r.meta, r.parts) for r in ranks]
+    return [r.entry for r in ranks], [RankDigest(r.rank, r.meta, r.parts, r.alone) for r in ranks]
 
 
 def _reset_peak() -> bool:

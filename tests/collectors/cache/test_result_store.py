@@ -43,3 +43,15 @@ def test_without_versions_results_are_listed_but_never_read(tmp_path: Path) -> N
     assert blind.info().entries == 1
     with pytest.raises(ValueError, match="versions"):
         blind.read_ranks("ef" * 20)
+
+
+def test_a_sole_ranks_run_sections_read_back_and_an_unstorable_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    store = ResultStore(tmp_path, lambda: {"analysis": "v1"})
+    (r,) = _ranks()
+    r.alone = {"critical_path": {"paths": [{"step": 1, "ns": 10**15}]}, "bad": np.int64(3)}
+    assert store.write_ranks("ef" * 20, [r]) > 0
+    (got,) = store.read_ranks("ef" * 20)
+    assert got.alone == {"critical_path": {"paths": [{"step": 1, "ns": 10**15}]}}
+    assert got.parts["obj"] == {"ranks": [(1, 2)]}  # the rest written as ever
