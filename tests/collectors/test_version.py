@@ -4,8 +4,6 @@ metadata, the JSON summary, the trace cache's entries, a run's environment recor
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib import metadata
 
 from collectors.cache.hashing import versions
@@ -13,6 +11,7 @@ from collectors.version import VERSION
 from profiler.environment import versions as run_versions
 from reports.summary import build_summary
 from tests.support.builders import trace_us
+from tests.support.cli import gpuscope
 from tests.support.env import REPO
 
 try:
@@ -34,7 +33,6 @@ def test_the_installed_distribution_summary_cache_and_command_give_it() -> None:
     assert summary["tool"] == {"name": "gpuscope", "version": VERSION}
     assert versions()["tool_version"] == VERSION
     assert run_versions()["gpuscope"] == VERSION  # recorded by `gpuscope run`
-    out = subprocess.run(
-        [sys.executable, "-m", "cli.main", "version"], capture_output=True, text=True, check=True
-    )
+    out = gpuscope("version")
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"gpuscope {VERSION}"

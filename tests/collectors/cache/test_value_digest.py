@@ -8,13 +8,12 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from analyzers.inputs import AnalysisInputs
 from collectors.cache.hashing import canonical, value_digest
 from collectors.peaks import load_peaks
+from tests.support.env import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 DIGEST = (
     "from analyzers.inputs import AnalysisInputs; from collectors.peaks import load_peaks; "
     "from collectors.cache.hashing import value_digest; "

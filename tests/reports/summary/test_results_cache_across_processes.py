@@ -5,21 +5,15 @@ trace reads its results (one entry in the store, not one more per run)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import gpuscope
 from tests.support.env import SAMPLES
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def _analyze(cache: Path, out: Path, seed: str) -> None:
-    env = {**os.environ, "GPUSCOPE_CACHE_DIR": str(cache), "PYTHONHASHSEED": seed}
-    trace = SAMPLES / "torch_cpu"
-    cmd = [sys.executable, "-m", "cli.main", "analyze", str(trace), "--json", str(out), "--force"]
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    env = {"GPUSCOPE_CACHE_DIR": str(cache), "PYTHONHASHSEED": seed}
+    done = gpuscope("analyze", SAMPLES / "torch_cpu", "--json", out, "--force", env=env)
     assert done.returncode == 0, done.stderr
 
 
